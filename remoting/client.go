@@ -1,0 +1,138 @@
+package remoting
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// DialTimeout bounds connection set-up; 0 means 3 s.
+	DialTimeout time.Duration
+	// Logger receives connection problems; nil discards them.
+	Logger hclog.Logger
+	// Handlers serve requests the peer sends back on the connection (for
+	// example a broker calling a client); codes without one are refused.
+	Handlers map[int32]Handler
+}
+
+// Client keeps one connection per remote address, as RocketMQ clients do, and
+// pipelines requests over it.
+type Client struct {
+	cfg ClientConfig
+
+	mu     sync.Mutex
+	conns  map[string]*Conn
+	closed bool
+}
+
+// NewClient returns a client with no connections yet.
+func NewClient(cfg ClientConfig) *Client {
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 3 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Client{cfg: cfg, conns: map[string]*Conn{}}
+}
+
+// Conn returns the open connection to addr, dialling it if needed.
+func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrConnClosed
+	}
+	if conn, ok := c.conns[addr]; ok {
+		select {
+		case <-conn.Done():
+			delete(c.conns, addr)
+		default:
+			c.mu.Unlock()
+			return conn, nil
+		}
+	}
+	c.mu.Unlock()
+
+	d := net.Dialer{Timeout: c.cfg.DialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	conn := newConn(nc, handlerTable(c.cfg.Handlers), c.cfg.Logger, DefaultMaxFrameSize, 0)
+	c.mu.Lock()
+	if existing, ok := c.conns[addr]; ok && !isDone(existing) {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return existing, nil
+	}
+	if c.closed {
+		c.mu.Unlock()
+		_ = nc.Close()
+		return nil, ErrConnClosed
+	}
+	c.conns[addr] = conn
+	c.mu.Unlock()
+	go conn.serve()
+	return conn, nil
+}
+
+func isDone(c *Conn) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Invoke sends req to addr and waits for the response or ctx's end.
+func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Command, error) {
+	conn, err := c.Conn(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Invoke(ctx, req)
+}
+
+// InvokeOneway sends req to addr without waiting for an answer.
+func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
+	conn, err := c.Conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return conn.InvokeOneway(req)
+}
+
+// CloseAddr drops the connection to addr, if any.
+func (c *Client) CloseAddr(addr string) {
+	c.mu.Lock()
+	conn := c.conns[addr]
+	delete(c.conns, addr)
+	c.mu.Unlock()
+	if conn != nil {
+		_ = conn.Close()
+	}
+}
+
+// Close closes every connection; later calls fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = map[string]*Conn{}
+	c.mu.Unlock()
+	for _, conn := range conns {
+		_ = conn.Close()
+	}
+	return nil
+}

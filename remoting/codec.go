@@ -1,0 +1,363 @@
+package remoting
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultMaxFrameSize is the largest frame accepted, length field included, as
+// in Java's NettyDecoder (com.rocketmq.remoting.frameMaxLength).
+const DefaultMaxFrameSize = 16 * 1024 * 1024
+
+// Sentinel decode errors; a connection that produces one is closed.
+var (
+	ErrFrameTooLarge = errors.New("remoting: frame too large")
+	ErrBadFrame      = errors.New("remoting: malformed frame")
+	ErrBadHeader     = errors.New("remoting: undecodable header")
+)
+
+var languageNames = []string{"JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST", "NODE_JS"}
+
+func languageCode(name string) byte {
+	for i, n := range languageNames {
+		if n == name {
+			return byte(i)
+		}
+	}
+	return 0
+}
+
+func languageName(code byte) string {
+	if int(code) < len(languageNames) {
+		return languageNames[code]
+	}
+	return "OTHER"
+}
+
+// Encode renders c as a complete frame, length field included, in c's
+// serialize type.
+func Encode(c *Command) ([]byte, error) {
+	var header []byte
+	var err error
+	if c.SerializeType == SerializeRocketMQ {
+		header, err = encodeBinaryHeader(nil, c)
+	} else {
+		header = encodeJSONHeader(make([]byte, 0, 128+32*len(c.ExtFields)), c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(header) > 0xFFFFFF {
+		return nil, fmt.Errorf("remoting: header of %d bytes exceeds 24 bits: %w", len(header), ErrBadHeader)
+	}
+	total := 4 + len(header) + len(c.Body)
+	if total+4 > DefaultMaxFrameSize {
+		return nil, fmt.Errorf("remoting: frame of %d bytes: %w", total+4, ErrFrameTooLarge)
+	}
+	out := make([]byte, 8, 8+len(header)+len(c.Body))
+	binary.BigEndian.PutUint32(out[0:], uint32(total))
+	binary.BigEndian.PutUint32(out[4:], uint32(c.SerializeType)<<24|uint32(len(header)))
+	out = append(out, header...)
+	out = append(out, c.Body...)
+	return out, nil
+}
+
+// ReadFrame reads one frame from r and returns what follows the length field.
+// maxFrame bounds the frame size including the length field.
+func ReadFrame(r io.Reader, maxFrame int) ([]byte, error) {
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+		return nil, err
+	}
+	n := int64(binary.BigEndian.Uint32(lenBuf[:]))
+	if n+4 > int64(maxFrame) {
+		return nil, fmt.Errorf("frame length %d exceeds the limit of %d bytes: %w", n+4, maxFrame, ErrFrameTooLarge)
+	}
+	if n < 4 {
+		return nil, fmt.Errorf("frame length %d is shorter than the header word: %w", n, ErrBadFrame)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("truncated frame (%d bytes announced): %w", n, ErrBadFrame)
+		}
+		return nil, err
+	}
+	return buf, nil
+}
+
+// Decode parses a frame without its length field (what ReadFrame returns). The
+// body aliases frame.
+func Decode(frame []byte) (*Command, error) {
+	if len(frame) < 4 {
+		return nil, fmt.Errorf("frame of %d bytes has no header word: %w", len(frame), ErrBadFrame)
+	}
+	word := binary.BigEndian.Uint32(frame)
+	st := byte(word >> 24)
+	hlen := int(word & 0xFFFFFF)
+	if hlen > len(frame)-4 {
+		return nil, fmt.Errorf("header length %d exceeds frame of %d bytes: %w", hlen, len(frame), ErrBadFrame)
+	}
+	header := frame[4 : 4+hlen]
+	var c *Command
+	var err error
+	switch st {
+	case SerializeJSON:
+		c, err = decodeJSONHeader(header)
+	case SerializeRocketMQ:
+		c, err = decodeBinaryHeader(header)
+	default:
+		return nil, fmt.Errorf("unknown serialize type %d: %w", st, ErrBadHeader)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.SerializeType = st
+	if body := frame[4+hlen:]; len(body) > 0 {
+		c.Body = body
+	}
+	return c, nil
+}
+
+// jsonHeader mirrors the JSON header. Numbers are kept as json.Number and
+// extFields as raw values so a Java peer's numbers or a Go peer's strings both
+// decode.
+type jsonHeader struct {
+	Code      json.Number                `json:"code"`
+	Language  json.RawMessage            `json:"language"`
+	Version   json.Number                `json:"version"`
+	Opaque    json.Number                `json:"opaque"`
+	Flag      json.Number                `json:"flag"`
+	Remark    *string                    `json:"remark"`
+	ExtFields map[string]json.RawMessage `json:"extFields"`
+}
+
+func jsonInt32(n json.Number, field string) (int32, error) {
+	if n == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseInt(string(n), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("header field %s=%q: %w", field, n, ErrBadHeader)
+	}
+	return int32(v), nil
+}
+
+func decodeJSONHeader(b []byte) (*Command, error) {
+	if c, err := fastJSONHeader(b); err == nil {
+		return c, nil
+	}
+	return slowJSONHeader(b)
+}
+
+// slowJSONHeader decodes any JSON header encoding/json accepts, leniently.
+func slowJSONHeader(b []byte) (*Command, error) {
+	var h jsonHeader
+	if err := json.Unmarshal(b, &h); err != nil {
+		return nil, fmt.Errorf("json header: %v: %w", err, ErrBadHeader)
+	}
+	c := &Command{}
+	var err error
+	if c.Code, err = jsonInt32(h.Code, "code"); err != nil {
+		return nil, err
+	}
+	if c.Version, err = jsonInt32(h.Version, "version"); err != nil {
+		return nil, err
+	}
+	if c.Opaque, err = jsonInt32(h.Opaque, "opaque"); err != nil {
+		return nil, err
+	}
+	if c.Flag, err = jsonInt32(h.Flag, "flag"); err != nil {
+		return nil, err
+	}
+	if len(h.Language) > 0 {
+		var s string
+		if json.Unmarshal(h.Language, &s) == nil {
+			c.Language = s
+		} else if n, err := strconv.Atoi(string(h.Language)); err == nil && n >= 0 && n < 256 {
+			c.Language = languageName(byte(n))
+		}
+	}
+	if h.Remark != nil {
+		c.Remark = *h.Remark
+	}
+	c.ExtFields = make(map[string]string, len(h.ExtFields))
+	for k, raw := range h.ExtFields {
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		if raw[0] == '"' {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, fmt.Errorf("extFields[%s]: %v: %w", k, err, ErrBadHeader)
+			}
+			c.ExtFields[k] = s
+			continue
+		}
+		// Numbers and booleans from lenient peers: keep their text.
+		c.ExtFields[k] = string(raw)
+	}
+	return c, nil
+}
+
+func encodeJSONHeader(b []byte, c *Command) []byte {
+	b = append(b, `{"code":`...)
+	b = strconv.AppendInt(b, int64(c.Code), 10)
+	b = append(b, `,"language":`...)
+	lang := c.Language
+	if lang == "" {
+		lang = ServerLanguage
+	}
+	b = appendJSONString(b, lang)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, int64(c.Version), 10)
+	b = append(b, `,"opaque":`...)
+	b = strconv.AppendInt(b, int64(c.Opaque), 10)
+	b = append(b, `,"flag":`...)
+	b = strconv.AppendInt(b, int64(c.Flag), 10)
+	if c.Remark != "" {
+		b = append(b, `,"remark":`...)
+		b = appendJSONString(b, c.Remark)
+	}
+	if len(c.ExtFields) > 0 {
+		b = append(b, `,"extFields":{`...)
+		first := true
+		for k, v := range c.ExtFields {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendJSONString(b, v)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"serializeTypeCurrentRPC":"JSON"}`...)
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string. Control characters (the message
+// properties separators U+0001/U+0002 among them) are escaped as \u00XX;
+// invalid UTF-8 becomes U+FFFD as encoding/json would.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+func encodeBinaryHeader(b []byte, c *Command) ([]byte, error) {
+	if c.Code < -1<<15 || c.Code > 1<<15-1 {
+		return nil, fmt.Errorf("code %d does not fit the ROCKETMQ header: %w", c.Code, ErrBadHeader)
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Code)))
+	b = append(b, languageCode(c.Language))
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(c.Version)))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Opaque))
+	b = binary.BigEndian.AppendUint32(b, uint32(c.Flag))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(c.Remark)))
+	b = append(b, c.Remark...)
+	extLenAt := len(b)
+	b = append(b, 0, 0, 0, 0)
+	for k, v := range c.ExtFields {
+		if k == "" || len(k) > 1<<15-1 {
+			continue
+		}
+		b = binary.BigEndian.AppendUint16(b, uint16(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+		b = append(b, v...)
+	}
+	binary.BigEndian.PutUint32(b[extLenAt:], uint32(len(b)-extLenAt-4))
+	return b, nil
+}
+
+func decodeBinaryHeader(b []byte) (*Command, error) {
+	if len(b) < 21 {
+		return nil, fmt.Errorf("binary header of %d bytes is shorter than 21: %w", len(b), ErrBadHeader)
+	}
+	c := &Command{
+		Code:     int32(int16(binary.BigEndian.Uint16(b[0:]))),
+		Language: languageName(b[2]),
+		Version:  int32(int16(binary.BigEndian.Uint16(b[3:]))),
+		Opaque:   int32(binary.BigEndian.Uint32(b[5:])),
+		Flag:     int32(binary.BigEndian.Uint32(b[9:])),
+	}
+	p := 13
+	rlen := int(binary.BigEndian.Uint32(b[p:]))
+	p += 4
+	if rlen < 0 || rlen > len(b)-p-4 {
+		return nil, fmt.Errorf("remark length %d overruns the header: %w", rlen, ErrBadHeader)
+	}
+	c.Remark = string(b[p : p+rlen])
+	p += rlen
+	elen := int(binary.BigEndian.Uint32(b[p:]))
+	p += 4
+	if elen < 0 || elen > len(b)-p {
+		return nil, fmt.Errorf("ext length %d overruns the header: %w", elen, ErrBadHeader)
+	}
+	ext := b[p : p+elen]
+	c.ExtFields = map[string]string{}
+	for len(ext) > 0 {
+		if len(ext) < 2 {
+			return nil, fmt.Errorf("truncated ext key length: %w", ErrBadHeader)
+		}
+		kl := int(binary.BigEndian.Uint16(ext))
+		ext = ext[2:]
+		if kl > len(ext)-4 {
+			return nil, fmt.Errorf("ext key length %d overruns the header: %w", kl, ErrBadHeader)
+		}
+		k := string(ext[:kl])
+		ext = ext[kl:]
+		vl := int(binary.BigEndian.Uint32(ext))
+		ext = ext[4:]
+		if vl < 0 || vl > len(ext) {
+			return nil, fmt.Errorf("ext value length %d overruns the header: %w", vl, ErrBadHeader)
+		}
+		c.ExtFields[k] = string(ext[:vl])
+		ext = ext[vl:]
+	}
+	return c, nil
+}

@@ -1,0 +1,296 @@
+package remoting
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// ErrConnClosed is returned for requests whose connection closed before an
+// answer arrived, and for writes to a closed connection.
+var ErrConnClosed = errors.New("remoting: connection closed")
+
+// Handler serves one request code. It returns the response, or nil when it
+// will answer later through Conn.Reply (long polling) or not at all. The
+// returned command's opaque, flag and serialize type are filled in by the
+// connection, so handlers only set code, remark, ext fields and body.
+type Handler func(conn *Conn, req *Command) *Command
+
+// nextOpaque numbers requests this process originates; the same counter
+// serves every connection, as in the Go client.
+var nextOpaque atomic.Int32
+
+var nextConnID atomic.Uint64
+
+// handlerTable maps request codes to handlers; it is filled before a server
+// starts and read-only afterwards.
+type handlerTable map[int32]Handler
+
+// Conn is one TCP connection in either direction. Requests arriving on it are
+// served concurrently (responses may leave out of order, matched by opaque),
+// and requests sent on it are matched to their responses. The broker uses the
+// same connection to call back clients (NOTIFY_CONSUMER_IDS_CHANGED, ...).
+type Conn struct {
+	nc       net.Conn
+	id       uint64
+	logger   hclog.Logger
+	handlers handlerTable
+	maxFrame int
+	idle     time.Duration
+
+	out       chan []byte
+	closed    chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	mu      sync.Mutex
+	pending map[int32]chan *Command
+
+	// Attachment lets the broker hang per-connection state (client id, groups)
+	// on the connection without a second lookup table.
+	Attachment atomic.Value
+}
+
+func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame int, idle time.Duration) *Conn {
+	return &Conn{
+		nc:       nc,
+		id:       nextConnID.Add(1),
+		logger:   logger,
+		handlers: handlers,
+		maxFrame: maxFrame,
+		idle:     idle,
+		out:      make(chan []byte, 1024),
+		closed:   make(chan struct{}),
+		pending:  map[int32]chan *Command{},
+	}
+}
+
+// ID is a process-unique number for the connection, for maps and logs.
+func (c *Conn) ID() uint64 { return c.id }
+
+// RemoteAddr is the peer's "ip:port"; the broker stores it as a message's born host.
+func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
+
+// LocalAddr is this side's "ip:port".
+func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
+
+// Done is closed when the connection is closed.
+func (c *Conn) Done() <-chan struct{} { return c.closed }
+
+// Close closes the connection and fails every request waiting on it.
+func (c *Conn) Close() error {
+	c.closeWith(nil)
+	return nil
+}
+
+func (c *Conn) closeWith(err error) {
+	c.closeOnce.Do(func() {
+		c.closeErr = err
+		close(c.closed)
+		_ = c.nc.Close()
+		c.mu.Lock()
+		for op, ch := range c.pending {
+			delete(c.pending, op)
+			close(ch)
+		}
+		c.mu.Unlock()
+	})
+}
+
+// Reply sends a response (or any pre-built command) on the connection.
+func (c *Conn) Reply(resp *Command) error {
+	frame, err := Encode(resp)
+	if err != nil {
+		return fmt.Errorf("encode response to %s: %w", c.RemoteAddr(), err)
+	}
+	return c.write(frame)
+}
+
+func (c *Conn) write(frame []byte) error {
+	select {
+	case <-c.closed:
+		return ErrConnClosed
+	default:
+	}
+	select {
+	case c.out <- frame:
+		return nil
+	case <-c.closed:
+		return ErrConnClosed
+	}
+}
+
+// Invoke sends a request and waits for its response or ctx's end.
+func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
+	req.Opaque = nextOpaque.Add(1)
+	req.Flag &^= FlagResponse
+	ch := make(chan *Command, 1)
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return nil, ErrConnClosed
+	default:
+	}
+	c.pending[req.Opaque] = ch
+	c.mu.Unlock()
+	frame, err := Encode(req)
+	if err == nil {
+		err = c.write(frame)
+	}
+	if err != nil {
+		c.forget(req.Opaque)
+		return nil, fmt.Errorf("send request code %d to %s: %w", req.Code, c.RemoteAddr(), err)
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, fmt.Errorf("request code %d to %s: %w", req.Code, c.RemoteAddr(), ErrConnClosed)
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.forget(req.Opaque)
+		return nil, fmt.Errorf("request code %d to %s: %w", req.Code, c.RemoteAddr(), ctx.Err())
+	}
+}
+
+// InvokeOneway sends a request with the oneway bit and does not wait.
+func (c *Conn) InvokeOneway(req *Command) error {
+	req.Opaque = nextOpaque.Add(1)
+	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
+	frame, err := Encode(req)
+	if err != nil {
+		return fmt.Errorf("encode oneway request code %d: %w", req.Code, err)
+	}
+	return c.write(frame)
+}
+
+func (c *Conn) forget(opaque int32) {
+	c.mu.Lock()
+	delete(c.pending, opaque)
+	c.mu.Unlock()
+}
+
+// serve runs the connection until it closes: a writer goroutine coalesces
+// queued frames into as few syscalls as possible, and the reader dispatches.
+func (c *Conn) serve() {
+	go c.writeLoop()
+	c.readLoop()
+}
+
+func (c *Conn) writeLoop() {
+	w := bufio.NewWriterSize(c.nc, 64*1024)
+	for {
+		select {
+		case frame := <-c.out:
+			if _, err := w.Write(frame); err != nil {
+				c.closeWith(err)
+				return
+			}
+			// Drain whatever else is queued before paying for a flush.
+			for more := true; more; {
+				select {
+				case f := <-c.out:
+					if _, err := w.Write(f); err != nil {
+						c.closeWith(err)
+						return
+					}
+				default:
+					more = false
+				}
+			}
+			if err := w.Flush(); err != nil {
+				c.closeWith(err)
+				return
+			}
+		case <-c.closed:
+			return
+		}
+	}
+}
+
+func (c *Conn) readLoop() {
+	defer c.closeWith(nil)
+	r := bufio.NewReaderSize(c.nc, 64*1024)
+	for {
+		if c.idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(c.idle))
+		}
+		frame, err := ReadFrame(r, c.maxFrame)
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		cmd, err := Decode(frame)
+		if err != nil {
+			c.logger.Warn("closing connection: undecodable frame", "remote", c.RemoteAddr(), "error", err)
+			return
+		}
+		if cmd.IsResponse() {
+			c.mu.Lock()
+			ch, ok := c.pending[cmd.Opaque]
+			delete(c.pending, cmd.Opaque)
+			c.mu.Unlock()
+			if ok {
+				ch <- cmd
+			} else {
+				c.logger.Debug("dropping response with no waiting request", "remote", c.RemoteAddr(), "opaque", cmd.Opaque)
+			}
+			continue
+		}
+		go c.dispatch(cmd)
+	}
+}
+
+func (c *Conn) logReadError(err error) {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame):
+		c.logger.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "error", err)
+	case errors.As(err, &ne) && ne.Timeout():
+		c.logger.Info("closing idle connection", "remote", c.RemoteAddr(), "idle", c.idle)
+	default:
+		select {
+		case <-c.closed:
+		default:
+			c.logger.Debug("connection closed", "remote", c.RemoteAddr(), "error", err)
+		}
+	}
+}
+
+func (c *Conn) dispatch(req *Command) {
+	resp := c.handle(req)
+	if resp == nil || req.IsOneway() {
+		return
+	}
+	resp.Opaque = req.Opaque
+	resp.Flag |= FlagResponse
+	resp.SerializeType = req.SerializeType
+	if resp.SerializeType == SerializeRocketMQ && (resp.Code < -1<<15 || resp.Code > 1<<15-1) {
+		resp.SerializeType = SerializeJSON
+	}
+	if err := c.Reply(resp); err != nil && !errors.Is(err, ErrConnClosed) {
+		c.logger.Warn("cannot answer request", "remote", c.RemoteAddr(), "code", req.Code, "error", err)
+	}
+}
+
+func (c *Conn) handle(req *Command) (resp *Command) {
+	h, ok := c.handlers[req.Code]
+	if !ok {
+		return req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("handler panicked", "code", req.Code, "remote", c.RemoteAddr(), "panic", r)
+			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
+		}
+	}()
+	return h(c, req)
+}

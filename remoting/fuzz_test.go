@@ -1,0 +1,109 @@
+package remoting
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary frames (after the length field) to the decoder.
+// Invariants: never panic; whatever decodes re-encodes and decodes to the same
+// command.
+func FuzzDecode(f *testing.F) {
+	for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+		frame, _ := Encode(&Command{Code: 10, Opaque: 1, Remark: "r", ExtFields: map[string]string{"a": "b"}, Body: []byte{1, 2}, SerializeType: st})
+		f.Add(frame[4:])
+	}
+	f.Add([]byte{0, 0, 0, 2, '{', '}'})
+	f.Add([]byte{1, 0, 0, 21, 0, 10, 9, 1, 61, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		c, err := Decode(frame)
+		if err != nil {
+			return
+		}
+		enc, err := Encode(c)
+		if err != nil {
+			return // e.g. a JSON-decoded code that does not fit a binary header
+		}
+		again, err := Decode(enc[4:])
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if c.Body == nil && again.Body != nil || !bytes.Equal(c.Body, again.Body) || c.Code != again.Code || c.Opaque != again.Opaque || !reflect.DeepEqual(c.ExtFields, again.ExtFields) {
+			t.Fatalf("round trip changed the command:\n%+v\n%+v", c, again)
+		}
+	})
+}
+
+// FuzzJSONHeader targets the JSON header decoder alone.
+func FuzzJSONHeader(f *testing.F) {
+	f.Add([]byte(`{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T1"}}`))
+	f.Add([]byte(`{"code":1,"extFields":{"x":1,"y":true,"z":null}}`))
+	f.Fuzz(func(t *testing.T, h []byte) {
+		c, err := decodeJSONHeader(h)
+		if err != nil {
+			return
+		}
+		out, err := decodeJSONHeader(encodeJSONHeader(nil, c))
+		if err != nil {
+			t.Fatalf("re-decode %q: %v", encodeJSONHeader(nil, c), err)
+		}
+		if out.Code != c.Code || out.Remark != c.Remark || !reflect.DeepEqual(out.ExtFields, c.ExtFields) {
+			t.Fatalf("round trip: %+v vs %+v", c, out)
+		}
+	})
+}
+
+// FuzzBinaryHeader targets the ROCKETMQ header decoder alone.
+func FuzzBinaryHeader(f *testing.F) {
+	h, _ := encodeBinaryHeader(nil, &Command{Code: 10, Remark: "x", ExtFields: map[string]string{"k": "v"}})
+	f.Add(h)
+	f.Fuzz(func(t *testing.T, h []byte) {
+		c, err := decodeBinaryHeader(h)
+		if err != nil {
+			return
+		}
+		enc, err := encodeBinaryHeader(nil, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := decodeBinaryHeader(enc)
+		if err != nil || out.Code != c.Code || out.Remark != c.Remark || len(out.ExtFields) > len(c.ExtFields) {
+			t.Fatalf("round trip: %v %+v %+v", err, c, out)
+		}
+	})
+}
+
+// FuzzReadFrame checks the frame reader never panics or over-allocates past the limit.
+func FuzzReadFrame(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 6, 0, 0, 0, 2, '{', '}'})
+	f.Add([]byte{0xFF, 0xFF, 0xFF, 0xFF})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ReadFrame(bytes.NewReader(data), 1<<16)
+		if err == nil && len(b)+4 > 1<<16 {
+			t.Fatalf("frame of %d bytes over the limit", len(b))
+		}
+	})
+}
+
+// FuzzFastJSONHeader checks the reflection-free header parser against
+// encoding/json: whatever the fast parser accepts, the general decoder must
+// accept with the same result.
+func FuzzFastJSONHeader(f *testing.F) {
+	f.Add([]byte(`{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T1"}}`))
+	f.Add([]byte(`{"code":10,"extFields":{"i":"TAGS\u0001A\u0002","u":"\ud83d\ude00 \"q\" \\ \/"},"serializeTypeCurrentRPC":"JSON","remark":null}`))
+	f.Add([]byte(` { "code" : -3 , "opaque" : 2147483647 } `))
+	f.Fuzz(func(t *testing.T, h []byte) {
+		fast, err := fastJSONHeader(h)
+		if err != nil {
+			return
+		}
+		slow, err := slowJSONHeader(h)
+		if err != nil {
+			t.Fatalf("fast accepted what encoding/json rejects: %q: %v", h, err)
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("results differ for %q:\nfast %+v\nslow %+v", h, fast, slow)
+		}
+	})
+}

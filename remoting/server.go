@@ -1,0 +1,165 @@
+package remoting
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Addr is the listen address; "127.0.0.1:0" picks a free port (see Server.Addr).
+	Addr string
+	// Logger receives connection-level problems; nil discards them.
+	Logger hclog.Logger
+	// MaxFrameSize bounds an incoming frame, length field included; 0 means 16 MiB.
+	MaxFrameSize int
+	// IdleTimeout closes a connection that sent nothing for this long; 0 means 120 s,
+	// as Java's serverChannelMaxIdleTimeSeconds.
+	IdleTimeout time.Duration
+}
+
+// Server accepts remoting connections and serves registered handlers.
+type Server struct {
+	cfg      ServerConfig
+	handlers handlerTable
+	ln       net.Listener
+
+	mu           sync.Mutex
+	conns        map[*Conn]struct{}
+	onDisconnect []func(*Conn)
+	closed       bool
+	wg           sync.WaitGroup
+}
+
+// NewServer returns a server; register handlers with Handle before Start.
+func NewServer(cfg ServerConfig) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.MaxFrameSize <= 0 {
+		cfg.MaxFrameSize = DefaultMaxFrameSize
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 120 * time.Second
+	}
+	return &Server{cfg: cfg, handlers: handlerTable{}, conns: map[*Conn]struct{}{}}
+}
+
+// Handle registers h for a request code. Codes without a handler are answered
+// REQUEST_CODE_NOT_SUPPORTED.
+func (s *Server) Handle(code int32, h Handler) { s.handlers[code] = h }
+
+// OnDisconnect registers a callback run when a connection closes, so owners of
+// per-connection state (client tables, broker liveness) can drop it at once.
+func (s *Server) OnDisconnect(f func(*Conn)) {
+	s.mu.Lock()
+	s.onDisconnect = append(s.onDisconnect, f)
+	s.mu.Unlock()
+}
+
+// Start binds the listen address and starts accepting.
+func (s *Server) Start() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return nil
+}
+
+// Addr is the actual listen address, useful after listening on port 0.
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return s.cfg.Addr
+	}
+	return s.ln.Addr().String()
+}
+
+// Conns returns the open connections.
+func (s *Server) Conns() []*Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off, keep serving.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay < time.Second {
+				delay *= 2
+			}
+			s.cfg.Logger.Warn("accept failed", "error", err, "retry_in", delay)
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			callbacks := append([]func(*Conn){}, s.onDisconnect...)
+			s.mu.Unlock()
+			for _, f := range callbacks {
+				f(c)
+			}
+		}()
+	}
+}
+
+// Close stops accepting, closes every connection and waits for them to end.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var err error
+	if s.ln != nil {
+		err = s.ln.Close()
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	s.wg.Wait()
+	return err
+}
