@@ -1,0 +1,63 @@
+// Command mqnamesrv runs one RocketMQ-compatible name server. Configuration comes from an
+// optional properties file (-c, RocketMQ key names) overridden by --<key>=<value> flags; see
+// mqnamesrv --help. It stops cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/config"
+	"rocketraft/namesrv"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg, warnings, err := config.LoadNamesrv(os.Args[1:])
+	if errors.Is(err, config.ErrHelp) {
+		fmt.Fprint(os.Stderr, config.NamesrvUsage())
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mqnamesrv: %v\n", err)
+		return 2
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "mqnamesrv", Level: hclog.LevelFromString(cfg.LogLevel), Output: os.Stderr})
+	for _, w := range warnings {
+		logger.Warn("configuration", "warning", w)
+	}
+	srv, err := namesrv.New(namesrv.Config{
+		ListenAddr:         cfg.ListenAddr,
+		BrokerExpiry:       cfg.BrokerExpiryDuration(),
+		ScanInterval:       cfg.ScanInterval(),
+		KvConfigPath:       cfg.KvConfigPath,
+		OrderMessageEnable: cfg.OrderMessageEnable,
+		Logger:             logger,
+	})
+	if err != nil {
+		logger.Error("cannot create name server", "error", err)
+		return 1
+	}
+	if err := srv.Start(); err != nil {
+		logger.Error("cannot start name server", "error", err)
+		return 1
+	}
+	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON\n", srv.Addr())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	if err := srv.Close(); err != nil {
+		logger.Error("shutdown", "error", err)
+		return 1
+	}
+	return 0
+}
