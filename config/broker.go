@@ -1,0 +1,268 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Broker roles (brokerRole).
+const (
+	RoleAsyncMaster = "ASYNC_MASTER"
+	RoleSyncMaster  = "SYNC_MASTER"
+	RoleSlave       = "SLAVE"
+)
+
+// Flush modes (flushDiskType).
+const (
+	AsyncFlush = "ASYNC_FLUSH"
+	SyncFlush  = "SYNC_FLUSH"
+)
+
+// DefaultMessageDelayLevel is RocketMQ's messageDelayLevel: level n (1-based) is the n-th entry.
+const DefaultMessageDelayLevel = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+// Broker is the configuration of one mqbroker process. Tags are RocketMQ's BrokerConfig /
+// MessageStoreConfig / NettyServerConfig key names; keys marked "ours" have no RocketMQ
+// counterpart. Durations are milliseconds unless the comment says otherwise.
+type Broker struct {
+	// Identity and role.
+	BrokerClusterName string `prop:"brokerClusterName"` // default DefaultCluster
+	BrokerName        string `prop:"brokerName"`        // default: host name (DEFAULT_BROKER if unknown)
+	BrokerID          int64  `prop:"brokerId"`          // 0 = master; forced to 0 for masters, > 0 for SLAVE
+	BrokerRole        string `prop:"brokerRole"`        // ASYNC_MASTER | SYNC_MASTER | SLAVE (ignored in DLedger mode)
+	RegionID          string `prop:"regionId"`          // MSG_REGION in send responses; default DefaultRegion
+	TraceOn           bool   `prop:"traceOn"`           // TRACE_ON in send responses; default true
+	BrokerPermission  int    `prop:"brokerPermission"`  // PermName bits: READ 4 | WRITE 2 | INHERIT 1; default 6
+
+	// Network.
+	NamesrvAddr  string `prop:"namesrvAddr"`  // "host:port;host:port"; default $NAMESRV_ADDR
+	ListenPort   int    `prop:"listenPort"`   // remoting port; default 10911 (0 = any free port)
+	BrokerIP1    string `prop:"brokerIP1"`    // IPv4 advertised to name servers and stored as store host; default 127.0.0.1
+	BrokerIP2    string `prop:"brokerIP2"`    // IPv4 advertised for HA; default brokerIP1
+	HAListenPort int    `prop:"haListenPort"` // classic HA port; 0 = listenPort+1
+	HTTPPort     int    `prop:"httpPort"`     // ours: metrics/status HTTP port, 0 = off
+
+	// Store layout.
+	StorePathRootDir          string `prop:"storePathRootDir"`                                             // default $HOME/store
+	StorePathCommitLog        string `prop:"storePathCommitLog"`                                           // default <storePathRootDir>/commitlog
+	MappedFileSizeCommitLog   int64  `prop:"mappedFileSizeCommitLog" alias:"mapedFileSizeCommitLog"`       // bytes per commitlog segment; default 1 GiB
+	MapedFileSizeConsumeQueue int64  `prop:"mapedFileSizeConsumeQueue" alias:"mappedFileSizeConsumeQueue"` // bytes per consume-queue file, rounded up to 20; default 6000000
+
+	// Flushing.
+	FlushDiskType          string `prop:"flushDiskType"`          // ASYNC_FLUSH | SYNC_FLUSH
+	FlushIntervalCommitLog int    `prop:"flushIntervalCommitLog"` // async flush period, ms; default 500
+	SyncFlushTimeout       int64  `prop:"syncFlushTimeout"`       // SYNC_FLUSH wait before FLUSH_DISK_TIMEOUT, ms; default 5000
+
+	// Topics, groups, messages.
+	AutoCreateTopicEnable       bool   `prop:"autoCreateTopicEnable"`       // create TBW102 and topics on first send; default true
+	AutoCreateSubscriptionGroup bool   `prop:"autoCreateSubscriptionGroup"` // default true
+	DefaultTopicQueueNums       int    `prop:"defaultTopicQueueNums"`       // queues of TBW102; default 8
+	MaxMessageSize              int    `prop:"maxMessageSize"`              // body (or whole batch) limit, bytes; default 4 MiB
+	MessageDelayLevel           string `prop:"messageDelayLevel"`           // space-separated durations (s, m, h, d)
+
+	// Retention.
+	DeleteWhen            string `prop:"deleteWhen"`            // hours of day to delete expired files, "04" or "04;16"
+	FileReservedTime      int    `prop:"fileReservedTime"`      // hours; default 72
+	DiskMaxUsedSpaceRatio int    `prop:"diskMaxUsedSpaceRatio"` // percent, 10..95; default 75
+
+	// Index.
+	MessageIndexEnable bool `prop:"messageIndexEnable"` // default true
+	MaxHashSlotNum     int  `prop:"maxHashSlotNum"`     // default 5000000
+	MaxIndexNum        int  `prop:"maxIndexNum"`        // default 20000000
+
+	// Consumers and clients.
+	LongPollingEnable           bool  `prop:"longPollingEnable"`                                         // default true
+	ShortPollingTimeMills       int64 `prop:"shortPollingTimeMills"`                                     // pull suspend when long polling is off, ms; default 1000
+	SlaveReadEnable             bool  `prop:"slaveReadEnable"`                                           // default false
+	ClientChannelExpiredTimeout int64 `prop:"clientChannelExpiredTimeout" alias:"channelExpiredTimeout"` // drop silent client channels, ms; default 120000
+	FlushConsumerOffsetInterval int   `prop:"flushConsumerOffsetInterval"`                               // persist consumer offsets, ms; default 5000
+
+	// Name server registration.
+	RegisterNameServerPeriod int `prop:"registerNameServerPeriod"` // ms; default 30000
+
+	// DLedger (Raft) mode.
+	EnableDLegerCommitLog bool   `prop:"enableDLegerCommitLog"` // default false
+	DLegerGroup           string `prop:"dLegerGroup"`           // Raft group name, usually = brokerName
+	DLegerPeers           string `prop:"dLegerPeers"`           // "n0-127.0.0.1:40911;n1-127.0.0.1:40912"
+	DLegerSelfID          string `prop:"dLegerSelfId"`          // this node's id in dLegerPeers
+	PreferredLeaderID     string `prop:"preferredLeaderId"`     // optional peer id to transfer leadership to
+
+	// Ours.
+	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
+}
+
+// NewBroker returns a Broker holding RocketMQ's defaults (§12 of the protocol notes). Derived
+// values (haListenPort, storePathCommitLog, brokerIP2) stay zero until Normalize.
+//
+// brokerIP1 defaults to 127.0.0.1, not (as in RocketMQ) the first non-loopback IPv4 address:
+// this project runs on one host, and a deterministic address keeps msgIds stable in tests.
+// Set brokerIP1 explicitly for multi-host deployments.
+func NewBroker() *Broker {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "DEFAULT_BROKER"
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	return &Broker{
+		BrokerClusterName: "DefaultCluster",
+		BrokerName:        host,
+		BrokerID:          0,
+		BrokerRole:        RoleAsyncMaster,
+		RegionID:          "DefaultRegion",
+		TraceOn:           true,
+		BrokerPermission:  6,
+
+		NamesrvAddr: os.Getenv("NAMESRV_ADDR"),
+		ListenPort:  10911,
+		BrokerIP1:   "127.0.0.1",
+
+		StorePathRootDir:          filepath.Join(home, "store"),
+		MappedFileSizeCommitLog:   1 << 30,
+		MapedFileSizeConsumeQueue: 300000 * 20,
+
+		FlushDiskType:          AsyncFlush,
+		FlushIntervalCommitLog: 500,
+		SyncFlushTimeout:       5000,
+
+		AutoCreateTopicEnable:       true,
+		AutoCreateSubscriptionGroup: true,
+		DefaultTopicQueueNums:       8,
+		MaxMessageSize:              4 << 20,
+		MessageDelayLevel:           DefaultMessageDelayLevel,
+
+		DeleteWhen:            "04",
+		FileReservedTime:      72,
+		DiskMaxUsedSpaceRatio: 75,
+
+		MessageIndexEnable: true,
+		MaxHashSlotNum:     5000000,
+		MaxIndexNum:        20000000,
+
+		LongPollingEnable:           true,
+		ShortPollingTimeMills:       1000,
+		ClientChannelExpiredTimeout: 120000,
+		FlushConsumerOffsetInterval: 5000,
+
+		RegisterNameServerPeriod: 30000,
+
+		LogLevel: "info",
+	}
+}
+
+// LoadBroker builds the broker configuration from defaults, the file named by -c/--config and
+// the flags in args (without the program name; e.g. os.Args[1:]). Flags: -c/--config,
+// -n/--namesrvAddr, and --<key> for every key. It returns warnings for the caller to log
+// (unknown keys, values it adjusted) and an error naming the key for any bad value, or ErrHelp.
+func LoadBroker(args []string) (*Broker, []string, error) {
+	b := NewBroker()
+	w, err := load("mqbroker", b, brokerShorthands, args)
+	if err != nil {
+		return nil, w, err
+	}
+	return b, w, nil
+}
+
+var brokerShorthands = map[string]string{"namesrvAddr": "n"}
+
+// BrokerUsage is the flag help of mqbroker.
+func BrokerUsage() string { return usage("mqbroker", NewBroker(), brokerShorthands) }
+
+// Normalize fills the values derived from other keys: haListenPort (listenPort+1),
+// storePathCommitLog (<storePathRootDir>/commitlog), brokerIP2 (brokerIP1), the consume-queue
+// file size rounded up to whole 20-byte units, and brokerId 0 for masters (RocketMQ forces it).
+// It returns a warning for each value it changed against the user's wish. LoadBroker calls it;
+// call it yourself after building a Broker by hand.
+func (b *Broker) Normalize() []string { return b.normalize() }
+
+func (b *Broker) normalize() []string {
+	var w []string
+	if b.HAListenPort == 0 && b.ListenPort != 0 {
+		b.HAListenPort = b.ListenPort + 1
+	}
+	if b.StorePathCommitLog == "" {
+		b.StorePathCommitLog = filepath.Join(b.StorePathRootDir, "commitlog")
+	}
+	if b.BrokerIP2 == "" {
+		b.BrokerIP2 = b.BrokerIP1
+	}
+	if r := b.MapedFileSizeConsumeQueue % 20; r != 0 && b.MapedFileSizeConsumeQueue > 0 {
+		b.MapedFileSizeConsumeQueue += 20 - r
+	}
+	if !b.EnableDLegerCommitLog && b.BrokerRole != RoleSlave && b.BrokerID != 0 {
+		w = append(w, "brokerId: "+b.BrokerRole+" forces brokerId 0")
+		b.BrokerID = 0
+	}
+	return w
+}
+
+// IsMaster reports whether the classic role is a master role.
+func (b *Broker) IsMaster() bool { return b.BrokerRole != RoleSlave }
+
+// NamesrvAddrs splits namesrvAddr at ';' (RocketMQ's separator), trimming blanks and dropping
+// empty entries.
+func (b *Broker) NamesrvAddrs() []string { return splitList(b.NamesrvAddr) }
+
+// ListenAddr is the remoting address the broker binds: brokerIP1:listenPort.
+func (b *Broker) ListenAddr() string { return joinHostPort(b.BrokerIP1, b.ListenPort) }
+
+// HAAddr is the classic HA address advertised to name servers: brokerIP2:haListenPort.
+func (b *Broker) HAAddr() string { return joinHostPort(b.BrokerIP2, b.HAListenPort) }
+
+// FlushInterval is flushIntervalCommitLog as a duration.
+func (b *Broker) FlushInterval() time.Duration { return ms(int64(b.FlushIntervalCommitLog)) }
+
+// SyncFlushWait is syncFlushTimeout as a duration.
+func (b *Broker) SyncFlushWait() time.Duration { return ms(b.SyncFlushTimeout) }
+
+// RegisterPeriod is registerNameServerPeriod as a duration.
+func (b *Broker) RegisterPeriod() time.Duration { return ms(int64(b.RegisterNameServerPeriod)) }
+
+// ShortPollingWait is shortPollingTimeMills as a duration.
+func (b *Broker) ShortPollingWait() time.Duration { return ms(b.ShortPollingTimeMills) }
+
+// ClientChannelExpiry is clientChannelExpiredTimeout as a duration.
+func (b *Broker) ClientChannelExpiry() time.Duration { return ms(b.ClientChannelExpiredTimeout) }
+
+// ConsumerOffsetFlushInterval is flushConsumerOffsetInterval as a duration.
+func (b *Broker) ConsumerOffsetFlushInterval() time.Duration {
+	return ms(int64(b.FlushConsumerOffsetInterval))
+}
+
+// FileReserved is fileReservedTime (hours) as a duration.
+func (b *Broker) FileReserved() time.Duration { return time.Duration(b.FileReservedTime) * time.Hour }
+
+// DelayLevels parses messageDelayLevel: element i is the delay of level i+1.
+func (b *Broker) DelayLevels() ([]time.Duration, error) { return parseDelayLevels(b.MessageDelayLevel) }
+
+// DeleteHours parses deleteWhen ("04" or "04;16") into hours of the day.
+func (b *Broker) DeleteHours() ([]int, error) { return parseDeleteWhen(b.DeleteWhen) }
+
+// Peer is one member of dLegerPeers.
+type Peer struct {
+	ID   string // e.g. "n0"
+	Addr string // host:port of its Raft transport
+}
+
+// DLegerPeerList parses dLegerPeers ("n0-127.0.0.1:40911;n1-127.0.0.1:40912"): each entry is
+// split at its first '-' into id and address, as DLedger does.
+func (b *Broker) DLegerPeerList() ([]Peer, error) { return parsePeers(b.DLegerPeers) }
+
+// SelfPeer returns the dLegerPeers entry whose id is dLegerSelfId.
+func (b *Broker) SelfPeer() (Peer, error) {
+	peers, err := b.DLegerPeerList()
+	if err != nil {
+		return Peer{}, err
+	}
+	for _, p := range peers {
+		if p.ID == b.DLegerSelfID {
+			return p, nil
+		}
+	}
+	return Peer{}, keyErr("dLegerSelfId", "%q is not in dLegerPeers", b.DLegerSelfID)
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

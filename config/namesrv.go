@@ -1,0 +1,102 @@
+package config
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Namesrv is the configuration of one mqnamesrv process.
+type Namesrv struct {
+	// ListenAddr is the remoting address to bind; --listen is accepted as a flag alias.
+	// Default 127.0.0.1:9876 (RocketMQ binds all interfaces; set 0.0.0.0:9876 for that).
+	ListenAddr string `prop:"listenAddr" alias:"listen"`
+	// ListenPort is RocketMQ's namesrv key; when non-zero it replaces the port of listenAddr.
+	ListenPort int `prop:"listenPort"`
+	// BrokerExpiry (ours; RocketMQ's fixed BROKER_CHANNEL_EXPIRED_TIME) drops a broker whose
+	// last registration is older than this many ms. Default 120000.
+	BrokerExpiry int64 `prop:"brokerExpiry"`
+	// ScanNotActiveBrokerInterval is how often expired brokers are looked for, ms. Default 5000.
+	ScanNotActiveBrokerInterval int64 `prop:"scanNotActiveBrokerInterval"`
+	// KvConfigPath is where KV config would be persisted. Default $HOME/namesrv/kvConfig.json.
+	KvConfigPath string `prop:"kvConfigPath"`
+	// OrderMessageEnable serves orderTopicConf from the KV namespace ORDER_TOPIC_CONFIG.
+	OrderMessageEnable bool `prop:"orderMessageEnable"`
+	// LogLevel (ours): debug | info | warn | error. Default info.
+	LogLevel string `prop:"logLevel"`
+}
+
+// NewNamesrv returns a Namesrv holding the defaults.
+func NewNamesrv() *Namesrv {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "."
+	}
+	return &Namesrv{
+		ListenAddr:                  "127.0.0.1:9876",
+		BrokerExpiry:                120000,
+		ScanNotActiveBrokerInterval: 5000,
+		KvConfigPath:                filepath.Join(home, "namesrv", "kvConfig.json"),
+		LogLevel:                    "info",
+	}
+}
+
+// LoadNamesrv builds the name server configuration from defaults, the file named by
+// -c/--config and the flags in args (without the program name): --listen/--listenAddr and
+// --<key> for every key. Same contract as LoadBroker.
+func LoadNamesrv(args []string) (*Namesrv, []string, error) {
+	n := NewNamesrv()
+	w, err := load("mqnamesrv", n, nil, args)
+	if err != nil {
+		return nil, w, err
+	}
+	return n, w, nil
+}
+
+// NamesrvUsage is the flag help of mqnamesrv.
+func NamesrvUsage() string { return usage("mqnamesrv", NewNamesrv(), nil) }
+
+// Normalize applies listenPort to listenAddr. LoadNamesrv calls it.
+func (n *Namesrv) Normalize() []string { return n.normalize() }
+
+func (n *Namesrv) normalize() []string {
+	if n.ListenPort != 0 {
+		host, _, err := net.SplitHostPort(n.ListenAddr)
+		if err != nil {
+			host = "127.0.0.1"
+		}
+		n.ListenAddr = net.JoinHostPort(host, strconv.Itoa(n.ListenPort))
+	}
+	return nil
+}
+
+// Validate checks every key and returns all problems joined (each a *KeyError), or nil.
+func (n *Namesrv) Validate() error {
+	var errs []error
+	if _, port, err := net.SplitHostPort(n.ListenAddr); err != nil {
+		errs = append(errs, keyErr("listenAddr", "bad address %q: %v", n.ListenAddr, err))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		errs = append(errs, keyErr("listenAddr", "bad port in %q", n.ListenAddr))
+	}
+	if n.ListenPort < 0 || n.ListenPort > 65535 {
+		errs = append(errs, keyErr("listenPort", "must be within 0..65535, got %d", n.ListenPort))
+	}
+	if n.BrokerExpiry <= 0 {
+		errs = append(errs, keyErr("brokerExpiry", "must be > 0, got %d", n.BrokerExpiry))
+	}
+	if n.ScanNotActiveBrokerInterval <= 0 {
+		errs = append(errs, keyErr("scanNotActiveBrokerInterval", "must be > 0, got %d", n.ScanNotActiveBrokerInterval))
+	}
+	if !validLogLevel(n.LogLevel) {
+		errs = append(errs, keyErr("logLevel", "must be debug, info, warn or error, got %q", n.LogLevel))
+	}
+	return joinKeyErrors(errs)
+}
+
+// BrokerExpiryDuration is brokerExpiry as a duration.
+func (n *Namesrv) BrokerExpiryDuration() time.Duration { return ms(n.BrokerExpiry) }
+
+// ScanInterval is scanNotActiveBrokerInterval as a duration.
+func (n *Namesrv) ScanInterval() time.Duration { return ms(n.ScanNotActiveBrokerInterval) }

@@ -1,0 +1,240 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate checks every key and returns all problems joined (each a *KeyError naming its key),
+// or nil. It does not modify b; run Normalize first.
+func (b *Broker) Validate() error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, keyErr(key, format, args...)) }
+
+	nonEmpty := map[string]string{
+		"brokerClusterName": b.BrokerClusterName,
+		"brokerName":        b.BrokerName,
+		"storePathRootDir":  b.StorePathRootDir,
+		"regionId":          b.RegionID,
+	}
+	for _, k := range []string{"brokerClusterName", "brokerName", "storePathRootDir", "regionId"} {
+		if strings.TrimSpace(nonEmpty[k]) == "" {
+			add(k, "must not be empty")
+		}
+	}
+	if b.BrokerID < 0 {
+		add("brokerId", "must be >= 0, got %d", b.BrokerID)
+	}
+	if !b.EnableDLegerCommitLog {
+		switch b.BrokerRole {
+		case RoleAsyncMaster, RoleSyncMaster:
+		case RoleSlave:
+			if b.BrokerID <= 0 {
+				add("brokerId", "a SLAVE needs brokerId > 0, got %d", b.BrokerID)
+			}
+		default:
+			add("brokerRole", "must be one of %s, %s, %s, got %q", RoleAsyncMaster, RoleSyncMaster, RoleSlave, b.BrokerRole)
+		}
+	}
+	if b.BrokerPermission&^0xF != 0 || b.BrokerPermission < 0 {
+		add("brokerPermission", "must combine READ 4, WRITE 2, INHERIT 1 (PRIORITY 8), got %d", b.BrokerPermission)
+	}
+
+	for _, a := range b.NamesrvAddrs() {
+		if err := checkHostPort(a); err != nil {
+			add("namesrvAddr", "bad address %q: %v", a, err)
+		}
+	}
+	checkPort(add, "listenPort", b.ListenPort)
+	checkPort(add, "haListenPort", b.HAListenPort)
+	checkPort(add, "httpPort", b.HTTPPort)
+	if b.ListenPort != 0 && b.HAListenPort == b.ListenPort {
+		add("haListenPort", "must differ from listenPort %d", b.ListenPort)
+	}
+	if ip := net.ParseIP(b.BrokerIP1); ip == nil || ip.To4() == nil {
+		add("brokerIP1", "must be an IPv4 address (offset msgIds are 32 hex chars), got %q", b.BrokerIP1)
+	}
+	if b.BrokerIP2 != "" {
+		if ip := net.ParseIP(b.BrokerIP2); ip == nil || ip.To4() == nil {
+			add("brokerIP2", "must be an IPv4 address, got %q", b.BrokerIP2)
+		}
+	}
+
+	if b.MappedFileSizeCommitLog < 4096 {
+		add("mappedFileSizeCommitLog", "must be >= 4096 bytes, got %d", b.MappedFileSizeCommitLog)
+	}
+	if b.MapedFileSizeConsumeQueue < 20 || b.MapedFileSizeConsumeQueue%20 != 0 {
+		add("mapedFileSizeConsumeQueue", "must be a positive multiple of 20 bytes, got %d", b.MapedFileSizeConsumeQueue)
+	}
+	switch b.FlushDiskType {
+	case AsyncFlush, SyncFlush:
+	default:
+		add("flushDiskType", "must be %s or %s, got %q", AsyncFlush, SyncFlush, b.FlushDiskType)
+	}
+
+	positive := []struct {
+		key string
+		v   int64
+	}{
+		{"flushIntervalCommitLog", int64(b.FlushIntervalCommitLog)},
+		{"syncFlushTimeout", b.SyncFlushTimeout},
+		{"defaultTopicQueueNums", int64(b.DefaultTopicQueueNums)},
+		{"maxMessageSize", int64(b.MaxMessageSize)},
+		{"fileReservedTime", int64(b.FileReservedTime)},
+		{"maxHashSlotNum", int64(b.MaxHashSlotNum)},
+		{"maxIndexNum", int64(b.MaxIndexNum)},
+		{"shortPollingTimeMills", b.ShortPollingTimeMills},
+		{"clientChannelExpiredTimeout", b.ClientChannelExpiredTimeout},
+		{"flushConsumerOffsetInterval", int64(b.FlushConsumerOffsetInterval)},
+		{"registerNameServerPeriod", int64(b.RegisterNameServerPeriod)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			add(p.key, "must be > 0, got %d", p.v)
+		}
+	}
+	if b.DefaultTopicQueueNums > 1024 {
+		add("defaultTopicQueueNums", "must be <= 1024, got %d", b.DefaultTopicQueueNums)
+	}
+	if b.DiskMaxUsedSpaceRatio < 10 || b.DiskMaxUsedSpaceRatio > 95 {
+		add("diskMaxUsedSpaceRatio", "must be within 10..95, got %d", b.DiskMaxUsedSpaceRatio)
+	}
+	if _, err := parseDelayLevels(b.MessageDelayLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseDeleteWhen(b.DeleteWhen); err != nil {
+		errs = append(errs, err)
+	}
+	if !validLogLevel(b.LogLevel) {
+		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
+	}
+	if b.EnableDLegerCommitLog {
+		errs = append(errs, b.validateDLeger()...)
+	}
+	return joinKeyErrors(errs)
+}
+
+func (b *Broker) validateDLeger() []error {
+	var errs []error
+	if strings.TrimSpace(b.DLegerGroup) == "" {
+		errs = append(errs, keyErr("dLegerGroup", "must be set when enableDLegerCommitLog=true"))
+	}
+	peers, err := parsePeers(b.DLegerPeers)
+	if err != nil {
+		return append(errs, err)
+	}
+	if len(peers) == 0 {
+		return append(errs, keyErr("dLegerPeers", "must list at least one peer when enableDLegerCommitLog=true"))
+	}
+	ids := map[string]bool{}
+	for _, p := range peers {
+		ids[p.ID] = true
+	}
+	if !ids[b.DLegerSelfID] {
+		errs = append(errs, keyErr("dLegerSelfId", "%q is not an id in dLegerPeers", b.DLegerSelfID))
+	}
+	if b.PreferredLeaderID != "" && !ids[b.PreferredLeaderID] {
+		errs = append(errs, keyErr("preferredLeaderId", "%q is not an id in dLegerPeers", b.PreferredLeaderID))
+	}
+	return errs
+}
+
+func parsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	seen := map[string]bool{}
+	for _, e := range splitList(s) {
+		id, addr, ok := strings.Cut(e, "-")
+		if !ok || id == "" {
+			return nil, keyErr("dLegerPeers", "entry %q is not <id>-<host>:<port>", e)
+		}
+		if err := checkHostPort(addr); err != nil {
+			return nil, keyErr("dLegerPeers", "entry %q: %v", e, err)
+		}
+		if seen[id] {
+			return nil, keyErr("dLegerPeers", "duplicate id %q", id)
+		}
+		seen[id] = true
+		out = append(out, Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}
+
+// parseDelayLevels parses "1s 5s 10s 30s 1m ... 2h" (units s, m, h, d as RocketMQ).
+func parseDelayLevels(s string) ([]time.Duration, error) {
+	units := map[byte]time.Duration{'s': time.Second, 'm': time.Minute, 'h': time.Hour, 'd': 24 * time.Hour}
+	var out []time.Duration
+	for _, tok := range strings.Fields(s) {
+		u, ok := units[tok[len(tok)-1]]
+		n, err := strconv.Atoi(tok[:len(tok)-1])
+		if !ok || err != nil || n <= 0 {
+			return nil, keyErr("messageDelayLevel", "bad level %q (want <n>s|m|h|d)", tok)
+		}
+		out = append(out, time.Duration(n)*u)
+	}
+	if len(out) == 0 {
+		return nil, keyErr("messageDelayLevel", "must list at least one level")
+	}
+	return out, nil
+}
+
+// parseDeleteWhen parses "04" or "04;16" into hours 0..23.
+func parseDeleteWhen(s string) ([]int, error) {
+	var out []int
+	for _, h := range splitList(s) {
+		n, err := strconv.Atoi(h)
+		if err != nil || n < 0 || n > 23 {
+			return nil, keyErr("deleteWhen", "bad hour %q (want 00..23, ';'-separated)", h)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, keyErr("deleteWhen", "must list at least one hour")
+	}
+	return out, nil
+}
+
+func checkPort(add func(string, string, ...any), key string, p int) {
+	if p < 0 || p > 65535 {
+		add(key, "must be within 0..65535, got %d", p)
+	}
+}
+
+func checkHostPort(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return err
+	}
+	if host == "" {
+		return fmt.Errorf("missing host")
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("bad port %q", port)
+	}
+	return nil
+}
+
+func validLogLevel(s string) bool {
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ";") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func joinHostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
