@@ -1,0 +1,445 @@
+package bench
+
+import (
+	"context"
+	crand "crypto/rand"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rocketmq "github.com/apache/rocketmq-client-go/v2"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+)
+
+// Send modes of the producer benchmark.
+const (
+	ModeSync   = "sync"
+	ModeAsync  = "async"
+	ModeOneway = "oneway"
+)
+
+// ProduceConfig configures a produce run.
+type ProduceConfig struct {
+	Common
+	// Mode is ModeSync, ModeAsync or ModeOneway.
+	Mode string
+	// Size is the message body size in bytes.
+	Size int
+	// Concurrency is the number of sending goroutines (sync, oneway) or
+	// the number of sends kept in flight (async).
+	Concurrency int
+	// Batch is the number of messages per send call; >1 uses the client's
+	// batch send (one SEND_BATCH_MESSAGE request).
+	Batch int
+	// Messages stops the run after this many messages were issued
+	// (0: no limit).
+	Messages int64
+	// Tag is set on every message if not empty.
+	Tag string
+	// Group is the producer group.
+	Group string
+	// Producers is the number of producer instances, each with its own
+	// client instance and TCP connection, that share the load.
+	Producers int
+	// SendTimeout is the client's send timeout.
+	SendTimeout time.Duration
+	// Retries is the client's retry count for sync and oneway sends
+	// (async sends are never retried by the client); <0 keeps the
+	// client's default.
+	Retries int
+	// CompressOver is the body size from which the client compresses a
+	// message (the client's default is 4096); 0 disables compression.
+	CompressOver int
+	// CreateTopic creates the topic with the admin API before sending.
+	CreateTopic bool
+	// TopicOptions are used when CreateTopic is set.
+	TopicOptions CreateTopicOptions
+}
+
+// errorBackoff is how long a sending goroutine pauses after a failed send,
+// so that a dead broker does not turn the tool into a busy loop.
+const errorBackoff = 10 * time.Millisecond
+
+// onewayLinger is how long oneway producers stay connected after the run.
+const onewayLinger = time.Second
+
+// sendBudget hands out the messages of a run limited by --messages.
+type sendBudget struct {
+	limit  int64 // <= 0: unlimited
+	issued atomic.Int64
+}
+
+// take reserves up to k messages and returns how many were granted (0 when
+// the budget is exhausted).
+func (b *sendBudget) take(k int) int {
+	if b.limit <= 0 {
+		return k
+	}
+	n := b.issued.Add(int64(k))
+	if n <= b.limit {
+		return k
+	}
+	over := n - b.limit
+	if over >= int64(k) {
+		return 0
+	}
+	return k - int(over)
+}
+
+func (c *ProduceConfig) validate() error {
+	switch c.Mode {
+	case ModeSync, ModeAsync, ModeOneway:
+	default:
+		return fmt.Errorf("unknown mode %q (want sync, async or oneway)", c.Mode)
+	}
+	if c.Topic == "" {
+		return fmt.Errorf("a topic is required")
+	}
+	if c.Size < 0 {
+		return fmt.Errorf("size must not be negative")
+	}
+	if c.Concurrency < 1 {
+		return fmt.Errorf("concurrency must be at least 1")
+	}
+	if c.Batch < 1 {
+		return fmt.Errorf("batch must be at least 1")
+	}
+	if c.Producers < 1 {
+		c.Producers = 1
+	}
+	if c.Producers > c.Concurrency {
+		c.Producers = c.Concurrency
+	}
+	if c.Group == "" {
+		c.Group = "mqbench_producer"
+	}
+	if c.SendTimeout <= 0 {
+		c.SendTimeout = 3 * time.Second
+	}
+	return nil
+}
+
+// RunProduce runs a producer benchmark until cfg.Duration has passed,
+// cfg.Messages were sent, or ctx is cancelled, printing one line per
+// interval and a summary. Per-interval lines and the human summary go to
+// stdout, or to stderr when cfg.JSON is set, in which case stdout gets only
+// the JSON summary line. Errors are printed to stderr.
+func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer) (*Summary, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := SetupClientLog(cfg.ClientLogLevel, cfg.ClientLogFile); err != nil {
+		return nil, err
+	}
+	ns, err := ResolveNameServers(cfg.NameServers)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.CreateTopic {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := CreateTopic(cctx, ns, cfg.Topic, cfg.TopicOptions)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	producers := make([]rocketmq.Producer, 0, cfg.Producers)
+	defer func() {
+		if cfg.Mode == ModeOneway && len(producers) > 0 {
+			// Oneway requests get no answer: give the broker time to read
+			// what is still in flight, as closing a socket with unread
+			// input resets it and the peer may drop the data.
+			time.Sleep(onewayLinger)
+		}
+		shutdownAll(producers, stderr)
+	}()
+	compress := cfg.CompressOver
+	if compress <= 0 {
+		compress = math.MaxInt32
+	}
+	for i := 0; i < cfg.Producers; i++ {
+		opts := []producer.Option{
+			producer.WithNsResolver(nsResolver(ns)),
+			producer.WithGroupName(cfg.Group),
+			producer.WithInstanceName(instanceName("p", i)),
+			producer.WithSendMsgTimeout(cfg.SendTimeout),
+			producer.WithCompressMsgBodyOverHowmuch(compress),
+		}
+		if cfg.Retries >= 0 {
+			opts = append(opts, producer.WithRetry(cfg.Retries))
+		}
+		p, err := rocketmq.NewProducer(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("new producer: %w", err)
+		}
+		if err := p.Start(); err != nil {
+			return nil, fmt.Errorf("start producer: %w", err)
+		}
+		producers = append(producers, p)
+	}
+
+	body := make([]byte, cfg.Size)
+	_, _ = crand.Read(body) // incompressible payload
+	mk := func(n int) []*primitive.Message {
+		msgs := make([]*primitive.Message, n)
+		for i := range msgs {
+			// A fresh Message per send: the client writes properties
+			// (UNIQ_KEY, compression state) into the message it sends.
+			m := primitive.NewMessage(cfg.Topic, body)
+			if cfg.Tag != "" {
+				m.WithTag(cfg.Tag)
+			}
+			if n > 1 {
+				// The Go client sets UNIQ_KEY only on single messages;
+				// give batched messages their own id as the Java client
+				// does.
+				m.WithProperty(primitive.PropertyUniqueClientMessageIdKeyIndex, primitive.CreateUniqID())
+			}
+			msgs[i] = m
+		}
+		return msgs
+	}
+
+	lines, summaryOut := stdout, stdout
+	if cfg.JSON {
+		lines = stderr
+	}
+	if cfg.Quiet {
+		lines = nil
+	}
+	rec := NewRecorder()
+	elog := newErrorLog(stderr, cfg.MaxPrintedErrors)
+	rep := newReporter(rec, lines, "lat", cfg.Interval, cfg.Warmup, false)
+	fmt.Fprintf(stderr, "mqbench produce: topic=%s mode=%s size=%d batch=%d concurrency=%d producers=%d namesrv=%v\n",
+		cfg.Topic, cfg.Mode, cfg.Size, cfg.Batch, cfg.Concurrency, len(producers), ns)
+
+	var (
+		stopped atomic.Bool
+		wg      sync.WaitGroup
+		budget  = sendBudget{limit: cfg.Messages}
+		sem     chan struct{}
+	)
+	fail := func(err error) {
+		rec.RecordError()
+		elog.Add(err)
+	}
+	// Prime every producer's route with one sync send before the load
+	// starts. The client publishes a new route to its producers before it
+	// records the broker addresses, so concurrent first sends can fail at
+	// once with "route info not found". The priming sends are counted
+	// (in the first interval) and taken from the --messages budget.
+	for _, p := range producers {
+		if budget.take(1) == 0 {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			res, err := p.SendSync(context.Background(), mk(1)...)
+			if err == nil && res.Status != primitive.SendOK {
+				err = fmt.Errorf("send status %s", sendStatusName(res.Status))
+			}
+			if err != nil {
+				fail(fmt.Errorf("priming send: %w", err))
+				return
+			}
+			rec.RecordOp(time.Since(t0), 1, cfg.Size)
+		}()
+	}
+	wg.Wait()
+
+	finished := make(chan struct{})
+	repDone := make(chan struct{})
+	go func() { rep.run(finished); close(repDone) }()
+
+	switch cfg.Mode {
+	case ModeSync, ModeOneway:
+		oneway := cfg.Mode == ModeOneway
+		for g := 0; g < cfg.Concurrency; g++ {
+			p := producers[g%len(producers)]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stopped.Load() {
+					n := budget.take(cfg.Batch)
+					if n == 0 {
+						return
+					}
+					msgs := mk(n)
+					t0 := time.Now()
+					var err error
+					if oneway {
+						err = p.SendOneWay(context.Background(), msgs...)
+					} else {
+						var res *primitive.SendResult
+						res, err = p.SendSync(context.Background(), msgs...)
+						if err == nil && res.Status != primitive.SendOK {
+							err = fmt.Errorf("send status %s", sendStatusName(res.Status))
+						}
+					}
+					lat := time.Since(t0)
+					if err != nil {
+						fail(err)
+						time.Sleep(errorBackoff)
+						continue
+					}
+					rec.RecordOp(lat, n, n*cfg.Size)
+				}
+			}()
+		}
+	case ModeAsync:
+		sem = make(chan struct{}, cfg.Concurrency)
+		for _, p := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stopped.Load() {
+					sem <- struct{}{} // a free in-flight slot
+					if stopped.Load() {
+						<-sem
+						return
+					}
+					n := budget.take(cfg.Batch)
+					if n == 0 {
+						<-sem
+						return
+					}
+					msgs := mk(n)
+					t0 := time.Now()
+					// The callback runs exactly once, on a client goroutine,
+					// if and only if SendAsync returns nil; on timeout it
+					// gets ErrRequestTimeout after SendTimeout.
+					err := p.SendAsync(context.Background(), func(_ context.Context, res *primitive.SendResult, err error) {
+						lat := time.Since(t0)
+						if err == nil && (res == nil || res.Status != primitive.SendOK) {
+							st := primitive.SendUnknownError
+							if res != nil {
+								st = res.Status
+							}
+							err = fmt.Errorf("send status %s", sendStatusName(st))
+						}
+						if err != nil {
+							fail(err)
+						} else {
+							rec.RecordOp(lat, n, n*cfg.Size)
+						}
+						<-sem
+					}, msgs...)
+					if err != nil {
+						fail(err)
+						<-sem
+						time.Sleep(errorBackoff)
+					}
+				}
+			}()
+		}
+	}
+
+	workersDone := make(chan struct{})
+	go func() { wg.Wait(); close(workersDone) }()
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-deadline:
+	case <-workersDone:
+	}
+	stopped.Store(true)
+
+	// Let in-flight sends finish so that they are counted; a send cannot
+	// take much longer than SendTimeout per attempt.
+	grace := cfg.SendTimeout*time.Duration(max(cfg.Retries, 3)+1) + 2*time.Second
+	graceTimer := time.NewTimer(grace)
+	defer graceTimer.Stop()
+	select {
+	case <-workersDone:
+	case <-graceTimer.C:
+		fmt.Fprintf(stderr, "warning: senders did not stop within %s\n", grace)
+	}
+	if sem != nil {
+	drain:
+		for i := 0; i < cap(sem); i++ {
+			select {
+			case sem <- struct{}{}:
+			case <-graceTimer.C:
+				fmt.Fprintf(stderr, "warning: %d async sends still in flight after %s\n", len(sem), grace)
+				break drain
+			}
+		}
+	}
+	close(finished)
+	<-repDone
+
+	sum := &Summary{
+		Kind: "produce", Mode: cfg.Mode, Topic: cfg.Topic,
+		Size: cfg.Size, Batch: cfg.Batch, Concurrency: cfg.Concurrency,
+		Latency: "send",
+	}
+	rep.win.summary(sum)
+	sum.TopErrors = elog.Top(5)
+	printSummary(sum, cfg.JSON, summaryOut, stderr)
+	return sum, nil
+}
+
+// printSummary prints the human summary (and the top errors) to out, or to
+// stderr with the JSON line on out when asJSON is set.
+func printSummary(s *Summary, asJSON bool, out, stderr io.Writer) {
+	human := out
+	if asJSON {
+		human = stderr
+	}
+	fmt.Fprintln(human, FormatSummary(s))
+	for _, e := range s.TopErrors {
+		fmt.Fprintf(human, "  error: %s\n", e)
+	}
+	if asJSON {
+		fmt.Fprintln(out, FormatSummaryJSON(s))
+	}
+}
+
+// sendStatusName names a primitive.SendStatus.
+func sendStatusName(s primitive.SendStatus) string {
+	switch s {
+	case primitive.SendOK:
+		return "SEND_OK"
+	case primitive.SendFlushDiskTimeout:
+		return "FLUSH_DISK_TIMEOUT"
+	case primitive.SendFlushSlaveTimeout:
+		return "FLUSH_SLAVE_TIMEOUT"
+	case primitive.SendSlaveNotAvailable:
+		return "SLAVE_NOT_AVAILABLE"
+	default:
+		return fmt.Sprintf("UNKNOWN(%d)", int(s))
+	}
+}
+
+// shutdownAll shuts clients down, giving up after a few seconds: the
+// summary has been printed already and a hung shutdown must not hang the
+// tool.
+func shutdownAll[T interface{ Shutdown() error }](cs []T, stderr io.Writer) {
+	if len(cs) == 0 {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, c := range cs {
+			_ = c.Shutdown()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		fmt.Fprintln(stderr, "warning: client shutdown timed out")
+	}
+}
