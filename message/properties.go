@@ -1,0 +1,134 @@
+package message
+
+import (
+	"bytes"
+	"sort"
+	"strings"
+)
+
+// Separators of the properties string (§5.1): every pair is name NameValueSeparator value
+// PropertySeparator, the last pair included.
+const (
+	NameValueSeparator = '\x01'
+	PropertySeparator  = '\x02'
+)
+
+// MaxPropertiesLength is the largest properties string a record can hold: its length field is a
+// signed short.
+const MaxPropertiesLength = 32767
+
+// Well-known property keys (§5.2). Names are case-sensitive.
+const (
+	PropertyTags                    = "TAGS"
+	PropertyKeys                    = "KEYS"
+	PropertyWaitStoreMsgOK          = "WAIT"
+	PropertyDelayTimeLevel          = "DELAY"
+	PropertyUniqClientMessageID     = "UNIQ_KEY"
+	PropertyRetryTopic              = "RETRY_TOPIC"
+	PropertyRealTopic               = "REAL_TOPIC"
+	PropertyRealQueueID             = "REAL_QID"
+	PropertyTransactionPrepared     = "TRAN_MSG"
+	PropertyProducerGroup           = "PGROUP"
+	PropertyMinOffset               = "MIN_OFFSET"
+	PropertyMaxOffset               = "MAX_OFFSET"
+	PropertyOriginMessageID         = "ORIGIN_MESSAGE_ID"
+	PropertyReconsumeTime           = "RECONSUME_TIME"
+	PropertyMaxReconsumeTimes       = "MAX_RECONSUME_TIMES"
+	PropertyConsumeStartTimestamp   = "CONSUME_START_TIME"
+	PropertyTranPreparedQueueOffset = "TRAN_PREPARED_QUEUE_OFFSET"
+	PropertyTransactionCheckTimes   = "TRANSACTION_CHECK_TIMES"
+	PropertyCheckImmunityTime       = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+	PropertyTransactionID           = "__transactionId__"
+	PropertyMsgRegion               = "MSG_REGION"
+	PropertyTraceSwitch             = "TRACE_ON"
+	PropertyCluster                 = "CLUSTER"
+	PropertyInstanceID              = "INSTANCE_ID"
+	PropertyCorrelationID           = "CORRELATION_ID"
+	PropertyReplyToClient           = "REPLY_TO_CLIENT"
+	PropertyMessageTTL              = "TTL"
+	PropertyMessageType             = "MSG_TYPE"
+	PropertyShardingKey             = "__SHARDINGKEY"
+	PropertyTimerDeliverMS          = "TIMER_DELIVER_MS"
+	PropertyTimerDelaySec           = "TIMER_DELAY_SEC"
+	PropertyDLQOriginTopic          = "DLQ_ORIGIN_TOPIC"
+	PropertyDLQOriginMessageID      = "DLQ_ORIGIN_MESSAGE_ID"
+	PropertyBornHost                = "__BORNHOST"
+	PropertyCRC32                   = "__CRC32#"
+)
+
+// KeySeparator separates the elements of the KEYS property; each element is indexed.
+const KeySeparator = " "
+
+// ParseProperties decodes a properties string with Java's rules: split at U+0002, accept a
+// segment only if it has a U+0001 preceded by a non-empty name and followed by a non-empty value;
+// a later duplicate overwrites an earlier one. It never fails: malformed segments are skipped.
+func ParseProperties(s string) map[string]string {
+	m := make(map[string]string)
+	for len(s) > 0 {
+		seg := s
+		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+			seg, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		i := strings.IndexByte(seg, NameValueSeparator)
+		if i <= 0 || i == len(seg)-1 {
+			continue
+		}
+		m[seg[:i]] = seg[i+1:]
+	}
+	return m
+}
+
+// FormatProperties encodes m as a properties string with keys sorted, so equal maps give equal
+// bytes (the store and Raft replicas compare bytes). Pairs with an empty name or value, or with a
+// separator character inside, are skipped because Java parsing would drop or split them.
+func FormatProperties(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	n := 0
+	for k, v := range m {
+		if !validPropertyPart(k) || !validPropertyPart(v) {
+			continue
+		}
+		keys = append(keys, k)
+		n += len(k) + len(v) + 2
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.Grow(n)
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte(NameValueSeparator)
+		b.WriteString(m[k])
+		b.WriteByte(PropertySeparator)
+	}
+	return b.String()
+}
+
+func validPropertyPart(s string) bool {
+	return s != "" && strings.IndexByte(s, NameValueSeparator) < 0 && strings.IndexByte(s, PropertySeparator) < 0
+}
+
+// PropertyValue finds key in an encoded properties string without allocating, with the same
+// rules as ParseProperties (the last valid occurrence wins). The store uses it on the append
+// path to read TAGS, KEYS, UNIQ_KEY and WAIT.
+func PropertyValue(props []byte, key string) ([]byte, bool) {
+	var val []byte
+	found := false
+	for len(props) > 0 {
+		seg := props
+		if i := bytes.IndexByte(props, PropertySeparator); i >= 0 {
+			seg, props = props[:i], props[i+1:]
+		} else {
+			props = nil
+		}
+		i := bytes.IndexByte(seg, NameValueSeparator)
+		if i <= 0 || i == len(seg)-1 {
+			continue
+		}
+		if string(seg[:i]) == key {
+			val, found = seg[i+1:], true
+		}
+	}
+	return val, found
+}

@@ -1,0 +1,221 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS is the real file system: files are preallocated and mapped with mmap(MAP_SHARED), synced
+// with msync(MS_SYNC).
+type OS struct{}
+
+var _ FS = OS{}
+
+type osMapping struct {
+	f    *os.File
+	data []byte
+}
+
+// Map implements FS.
+func (OS) Map(name string, size int64) (Mapping, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("map %s: size %d", name, size)
+	}
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: %w", name, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("map %s: %w", name, err)
+	}
+	switch {
+	case st.Size() == 0:
+		if err := preallocate(f, size); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, fmt.Errorf("map %s: preallocate %d bytes: %w", name, size, err)
+		}
+		if err := syncDir(filepath.Dir(name)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("map %s: %w", name, err)
+		}
+	case st.Size() != size:
+		f.Close()
+		return nil, fmt.Errorf("map %s: file has %d bytes, want %d", name, st.Size(), size)
+	}
+	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mmap %s: %w", name, err)
+	}
+	return &osMapping{f: f, data: data}, nil
+}
+
+func preallocate(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	return f.Truncate(size)
+}
+
+// Bytes implements Mapping.
+func (m *osMapping) Bytes() []byte { return m.data }
+
+// Sync implements Mapping with msync(MS_SYNC) over the pages covering [off, off+n).
+func (m *osMapping) Sync(off, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	page := os.Getpagesize()
+	start := off &^ (page - 1)
+	end := off + n
+	if end > len(m.data) {
+		end = len(m.data)
+	}
+	if err := unix.Msync(m.data[start:end], unix.MS_SYNC); err != nil {
+		return fmt.Errorf("msync %s [%d,%d): %w", m.f.Name(), start, end, err)
+	}
+	return nil
+}
+
+// Close implements Mapping: munmap and close the file.
+func (m *osMapping) Close() error {
+	err := unix.Munmap(m.data)
+	m.data = nil
+	if cerr := m.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("unmap %s: %w", m.f.Name(), err)
+	}
+	return nil
+}
+
+// WriteFile implements FS.
+func (OS) WriteFile(name string, data []byte) error {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// ReadDir implements FS.
+func (OS) ReadDir(dir string) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read dir: %w", err)
+	}
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name()
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Stat implements FS.
+func (OS) Stat(name string) (FileInfo, error) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return FileInfo{}, fmt.Errorf("stat: %w", err)
+	}
+	return FileInfo{Size: st.Size(), ModTime: st.ModTime(), IsDir: st.IsDir()}, nil
+}
+
+// Remove implements FS.
+func (OS) Remove(name string) error {
+	if err := os.RemoveAll(name); err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return syncDir(filepath.Dir(name))
+}
+
+// Rename implements FS.
+func (OS) Rename(oldName, newName string) error {
+	if err := os.Rename(oldName, newName); err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	return syncDir(filepath.Dir(newName))
+}
+
+// MkdirAll implements FS.
+func (OS) MkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("mkdir: %w", err)
+	}
+	return nil
+}
+
+// DiskUsage implements FS.
+func (OS) DiskUsage(path string) (Usage, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return Usage{}, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	total := st.Blocks * uint64(st.Bsize)
+	free := st.Bavail * uint64(st.Bsize)
+	if free > total {
+		free = total
+	}
+	return Usage{Total: total, Used: total - free}, nil
+}
+
+type osLock struct{ f *os.File }
+
+// Close releases the flock and closes the file.
+func (l osLock) Close() error {
+	unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+	return l.f.Close()
+}
+
+// Lock implements FS with flock(LOCK_EX|LOCK_NB).
+func (OS) Lock(name string) (io.Closer, error) {
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock %s: %w", name, ErrLocked)
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return osLock{f}, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}

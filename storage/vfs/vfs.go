@@ -1,0 +1,84 @@
+// Package vfs is the small file-system interface the store reaches the disk through, with an
+// OS implementation (mmap/msync via golang.org/x/sys/unix) and an in-memory one (MemFS) that
+// tests can crash (keeping only synced bytes) and make fail (injected I/O errors, full disk).
+//
+// Contract, common to every implementation:
+//   - Paths are slash-separated and used as given; the store passes absolute or root-relative
+//     paths it built itself.
+//   - Creating, removing and renaming files are durable when the call returns (the OS
+//     implementation syncs the parent directory; MemFS treats namespace changes as durable).
+//   - Bytes written into a Mapping are durable only after a Sync covering them returns nil.
+//     After a crash any unsynced byte may hold its old or its new value.
+package vfs
+
+import (
+	"errors"
+	"io"
+	"time"
+)
+
+// FS is what the store needs from a file system.
+type FS interface {
+	// Map opens the file name, creating it and preallocating it to size bytes if it does not
+	// exist, and maps it read-write. An existing file must have exactly size bytes.
+	Map(name string, size int64) (Mapping, error)
+	// WriteFile creates or replaces name with data and syncs it (abort marker, small files).
+	WriteFile(name string, data []byte) error
+	// ReadDir lists the names in dir, sorted; a missing dir is an error wrapping fs.ErrNotExist.
+	ReadDir(dir string) ([]string, error)
+	// Stat describes name; a missing file is an error wrapping fs.ErrNotExist.
+	Stat(name string) (FileInfo, error)
+	// Remove deletes a file, or a directory with everything below it. Missing is not an error.
+	Remove(name string) error
+	// Rename atomically replaces newName with oldName.
+	Rename(oldName, newName string) error
+	// MkdirAll creates dir and its parents.
+	MkdirAll(dir string) error
+	// DiskUsage reports the usage of the file system holding path, for retention and the
+	// disk-full check.
+	DiskUsage(path string) (Usage, error)
+	// Lock takes an exclusive, non-blocking lock on name (created if missing) so that two
+	// processes cannot open the same store. Closing the returned Closer releases it.
+	Lock(name string) (io.Closer, error)
+}
+
+// Mapping is a file mapped into memory at its full, fixed size.
+type Mapping interface {
+	// Bytes is the mapped file. Writes to it reach the file; they are durable after Sync.
+	// The slice must not be used after Close.
+	Bytes() []byte
+	// Sync makes bytes [off, off+n) durable (msync). Implementations may sync more.
+	Sync(off, n int) error
+	// Close unmaps the file. It does not sync.
+	Close() error
+}
+
+// FileInfo is the part of a file's metadata the store uses.
+type FileInfo struct {
+	Size    int64
+	ModTime time.Time
+	IsDir   bool
+}
+
+// Usage is the space of a file system in bytes.
+type Usage struct {
+	Total uint64
+	Used  uint64
+}
+
+// Ratio is Used/Total in percent (0 when Total is 0).
+func (u Usage) Ratio() float64 {
+	if u.Total == 0 {
+		return 0
+	}
+	return float64(u.Used) * 100 / float64(u.Total)
+}
+
+// ErrInjected is wrapped by every error MemFS injects.
+var ErrInjected = errors.New("injected I/O error")
+
+// ErrNoSpace is wrapped by MemFS errors in full-disk mode.
+var ErrNoSpace = errors.New("no space left on device")
+
+// ErrLocked is returned by Lock when another holder has the lock.
+var ErrLocked = errors.New("file is locked by another process")
