@@ -1,0 +1,318 @@
+package broker
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"time"
+
+	"rocketraft/broker/meta"
+	"rocketraft/message"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// brokerVersionDesc is reported in GET_BROKER_RUNTIME_INFO.
+const brokerVersionDesc = "V4_9_4 (rocketraft)"
+
+func (b *Broker) handleUpdateTopic(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Ext("topic")
+	if err := message.ValidateTopic(topic); err != nil {
+		return req.NewResponse(remoting.InvalidParameter, "invalid topic: "+err.Error())
+	}
+	if meta.IsSystemTopic(topic) && b.topics.Get(topic) == nil {
+		return req.NewResponse(remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
+	}
+	tc := protocol.NewTopicConfig(topic)
+	var err error
+	if tc.ReadQueueNums, err = req.ExtInt32("readQueueNums"); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if tc.WriteQueueNums, err = req.ExtInt32("writeQueueNums"); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if tc.Perm, err = req.ExtInt32("perm"); err != nil {
+		return req.NewResponse(remoting.SystemError, err.Error())
+	}
+	if tc.ReadQueueNums <= 0 || tc.WriteQueueNums <= 0 || tc.ReadQueueNums > 1024 || tc.WriteQueueNums > 1024 {
+		return req.NewResponse(remoting.InvalidParameter, "queue numbers must be between 1 and 1024")
+	}
+	if f := req.Ext("topicFilterType"); f != "" {
+		if f != protocol.FilterSingleTag && f != protocol.FilterMultiTag {
+			return req.NewResponse(remoting.InvalidParameter, "unknown topicFilterType "+f)
+		}
+		tc.TopicFilterType = f
+	}
+	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
+	tc.Order = req.ExtBool("order")
+	if err := b.topics.Put(tc); err != nil {
+		return req.NewResponse(remoting.SystemError, "store topic config: "+err.Error())
+	}
+	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm)
+	b.triggerRegister()
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleDeleteTopic(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Ext("topic")
+	if topic == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <topic> is null")
+	}
+	if meta.IsSystemTopic(topic) {
+		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
+	}
+	if _, err := b.topics.Delete(topic); err != nil {
+		return req.NewResponse(remoting.SystemError, "delete topic config: "+err.Error())
+	}
+	b.offsets.DeleteTopic(topic)
+	if err := b.store.DeleteTopic(topic); err != nil {
+		return req.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error())
+	}
+	b.logger.Info("topic deleted", "topic", topic)
+	b.triggerRegister()
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) jsonResponse(req *remoting.Command, v any) *remoting.Command {
+	body, err := protocol.Encode(v)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+func (b *Broker) fastjsonResponse(req *remoting.Command, v protocol.FastjsonEncoder) *remoting.Command {
+	body, err := v.EncodeFastjson()
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	st := b.store.Stats()
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	table := map[string]string{
+		"brokerVersionDesc":           brokerVersionDesc,
+		"brokerVersion":               strconv.Itoa(int(remoting.ServerVersion)),
+		"brokerRole":                  b.cfg.BrokerRole,
+		"brokerName":                  b.cfg.BrokerName,
+		"brokerAddr":                  b.brokerAddr,
+		"flushDiskType":               b.cfg.FlushDiskType,
+		"msgPutTotalTodayNow":         i64(b.stats.putTotal.Load()),
+		"msgGetTotalTodayNow":         i64(b.stats.getTotal.Load()),
+		"msgPutTotalYesterdayMorning": "0",
+		"msgGetTotalYesterdayMorning": "0",
+		"msgPutTotalTodayMorning":     "0",
+		"msgGetTotalTodayMorning":     "0",
+		"commitLogMinOffset":          i64(b.store.CommitLogMinOffset()),
+		"commitLogMaxOffset":          i64(b.store.CommitLogMaxOffset()),
+		"dispatchBehindBytes":         "0",
+		"pageCacheLockTimeMills":      "0",
+		"sendThreadPoolQueueSize":     "0",
+		"pullThreadPoolQueueSize":     "0",
+		"bootTimestamp":               i64(b.stats.started.UnixMilli()),
+		"runtime":                     time.Since(b.stats.started).Round(time.Second).String(),
+		"goroutines":                  strconv.Itoa(runtime.NumGoroutine()),
+		"topicCount":                  strconv.Itoa(len(b.topics.Names())),
+	}
+	table["putMessageTimesTotal"] = i64(st.PutMessageTimesTotal)
+	table["putMessageSizeTotal"] = i64(st.PutMessageSizeTotal)
+	table["commitLogFlushedOffset"] = i64(st.CommitLogFlushed)
+	table["commitLogDiskRatio"] = strconv.FormatFloat(st.DiskRatio/100, 'f', 4, 64)
+	table["diskFull"] = strconv.FormatBool(st.DiskFull)
+	table["storeWriteFailed"] = strconv.FormatBool(st.WriteFailed)
+	table["consumeQueueCount"] = strconv.Itoa(st.Queues)
+	return b.jsonResponse(req, protocol.KVTable{Table: table})
+}
+
+func (b *Broker) handleUpdateGroup(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var gc protocol.SubscriptionGroupConfig
+	if err := protocol.Decode(req.Body, &gc); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad subscription group body: "+err.Error())
+	}
+	if err := message.ValidateGroup(gc.GroupName); err != nil {
+		return req.NewResponse(remoting.InvalidParameter, err.Error())
+	}
+	if err := b.groups.Put(&gc); err != nil {
+		return req.NewResponse(remoting.SystemError, "store subscription group: "+err.Error())
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleDeleteGroup(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Ext("groupName")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
+	}
+	if _, err := b.groups.Delete(group); err != nil {
+		return req.NewResponse(remoting.SystemError, "delete subscription group: "+err.Error())
+	}
+	if req.ExtBool("cleanOffset") {
+		b.offsets.DeleteGroup(group)
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+// lastStoreTime is the store time of the message just before offset in a
+// queue, or 0 when there is none.
+func (b *Broker) lastStoreTime(topic string, qid int32, offset int64) int64 {
+	if offset <= 0 {
+		return 0
+	}
+	res := b.store.GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
+	if len(res.Records) == 0 {
+		return 0
+	}
+	v, err := message.ParseView(res.Records[0])
+	if err != nil {
+		return 0
+	}
+	return v.StoreTimestamp()
+}
+
+func (b *Broker) handleTopicStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Ext("topic")
+	tc := b.topics.Get(topic)
+	if tc == nil {
+		return req.NewResponse(remoting.TopicNotExist, "topic["+topic+"] not exist")
+	}
+	table := &protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
+	for q := int32(0); q < tc.WriteQueueNums; q++ {
+		maxOff := b.store.MaxOffset(topic, q)
+		table.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.TopicOffset{
+			MinOffset: b.store.MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: b.lastStoreTime(topic, q, maxOff),
+		}
+	}
+	return b.fastjsonResponse(req, table)
+}
+
+func (b *Broker) handleConsumerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Ext("consumerGroup")
+	info, ok := b.clients.ConsumerGroup(group)
+	if !ok || len(info.Connections) == 0 {
+		return req.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+group+"] not online")
+	}
+	return b.jsonResponse(req, info.ConsumerConnection())
+}
+
+func (b *Broker) handleProducerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Ext("producerGroup")
+	conns := b.clients.ProducerConnections(group)
+	if len(conns) == 0 {
+		return req.NewResponse(remoting.SystemError, "the producer group["+group+"] not exist")
+	}
+	return b.jsonResponse(req, protocol.ProducerConnection{ConnectionSet: conns})
+}
+
+// handleConsumeStats reports, per queue of the group's topics, how far the
+// broker is ahead of the group (GET_CONSUME_STATS, used by consumerProgress).
+func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Ext("consumerGroup")
+	if group == "" {
+		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
+	}
+	topics := map[string]bool{}
+	if t := req.Ext("topic"); t != "" {
+		topics[t] = true
+	} else {
+		for _, t := range b.offsets.TopicsOfGroup(group) {
+			topics[t] = true
+		}
+		for _, t := range b.clients.TopicsConsumedBy(group) {
+			topics[t] = true
+		}
+	}
+	stats := &protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	for t := range topics {
+		tc := b.topics.Get(t)
+		if tc == nil {
+			continue
+		}
+		for q := int32(0); q < tc.ReadQueueNums; q++ {
+			consumer, ok := b.offsets.Query(group, t, q)
+			if !ok {
+				consumer = -1
+			}
+			pull, _ := b.offsets.PullOffset(group, t, q)
+			stats.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.OffsetWrapper{
+				BrokerOffset: b.store.MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
+				LastTimestamp: b.lastStoreTime(t, q, consumer),
+			}
+		}
+	}
+	return b.fastjsonResponse(req, stats)
+}
+
+func (b *Broker) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	topic := req.Ext("topic")
+	set := map[string]bool{}
+	for _, g := range b.offsets.GroupsOfTopic(topic) {
+		set[g] = true
+	}
+	for _, g := range b.clients.ConsumerGroups() {
+		for _, t := range b.clients.TopicsConsumedBy(g) {
+			if t == topic {
+				set[g] = true
+			}
+		}
+	}
+	groups := make([]string, 0, len(set))
+	for g := range set {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	return b.jsonResponse(req, struct {
+		GroupList []string `json:"groupList"`
+	}{groups})
+}
+
+func (b *Broker) registerHandlers(s *remoting.Server) {
+	for _, code := range []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
+		s.Handle(code, b.handleSend)
+	}
+	s.Handle(remoting.PullMessage, b.handlePull)
+	s.Handle(remoting.LitePullMessage, b.handlePull)
+	b.registerOffsetHandlers(s)
+	s.Handle(remoting.HeartBeat, b.handleHeartbeat)
+	s.Handle(remoting.UnregisterClient, b.handleUnregisterClient)
+	s.Handle(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
+	s.Handle(remoting.LockBatchMQ, b.handleLockBatch)
+	s.Handle(remoting.UnlockBatchMQ, b.handleUnlockBatch)
+	s.Handle(remoting.QueryMessage, b.handleQueryMessage)
+	s.Handle(remoting.ViewMessageByID, b.handleViewMessageByID)
+	s.Handle(remoting.UpdateAndCreateTopic, b.handleUpdateTopic)
+	s.Handle(remoting.DeleteTopicInBroker, b.handleDeleteTopic)
+	s.Handle(remoting.GetAllTopicConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return b.jsonResponse(req, b.topics.Wrapper())
+	})
+	s.Handle(remoting.GetBrokerRuntimeInfo, b.handleRuntimeInfo)
+	s.Handle(remoting.UpdateAndCreateSubscriptionGroup, b.handleUpdateGroup)
+	s.Handle(remoting.GetAllSubscriptionGroupConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return b.jsonResponse(req, b.groups.Wrapper())
+	})
+	s.Handle(remoting.DeleteSubscriptionGroup, b.handleDeleteGroup)
+	s.Handle(remoting.GetTopicStatsInfo, b.handleTopicStats)
+	s.Handle(remoting.GetConsumerConnectionList, b.handleConsumerConnections)
+	s.Handle(remoting.GetProducerConnectionList, b.handleProducerConnections)
+	s.Handle(remoting.GetConsumeStats, b.handleConsumeStats)
+	s.Handle(remoting.GetAllConsumerOffset, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return b.jsonResponse(req, b.offsets.Wrapper())
+	})
+	s.Handle(remoting.QueryTopicConsumeByWho, b.handleConsumedByWho)
+	s.Handle(remoting.CheckClientConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		var body protocol.CheckClientConfigBody
+		if err := protocol.Decode(req.Body, &body); err != nil {
+			return req.NewResponse(remoting.SystemError, "bad body: "+err.Error())
+		}
+		if t := body.SubscriptionData.ExpressionType; t != "" && t != protocol.ExpressionTag {
+			return req.NewResponse(remoting.SystemError, fmt.Sprintf("the broker does not support consumer to filter message by %s", t))
+		}
+		return req.NewResponse(remoting.Success, "")
+	})
+}

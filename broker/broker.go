@@ -1,0 +1,232 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/clients"
+	"rocketraft/broker/meta"
+	"rocketraft/config"
+	"rocketraft/remoting"
+	"rocketraft/storage"
+)
+
+// CommitLog is where the broker appends encoded records: straight into the
+// local store in classic mode, through the Raft group in DLedger mode. A call
+// returns once the records are stored as durably as the configuration asks.
+type CommitLog interface {
+	Append(ctx context.Context, records [][]byte) ([]storage.AppendResult, error)
+}
+
+// Broker is one broker process's serving state.
+type Broker struct {
+	cfg        *config.Broker
+	logger     hclog.Logger
+	storeHost  netip.AddrPort
+	brokerAddr string
+
+	store    *storage.Store
+	log      CommitLog
+	topics   *meta.Topics
+	groups   *meta.Groups
+	offsets  *meta.Offsets
+	clients  *clients.Manager
+	longPoll *longPoll
+	server   *remoting.Server
+	nsClient *remoting.Client
+	stats    *stats
+
+	registerNow chan struct{}
+	stop        chan struct{}
+	wg          sync.WaitGroup
+	closeOnce   sync.Once
+}
+
+// New opens the store and metadata under cfg's paths. It does not listen yet.
+func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	b := &Broker{
+		cfg:         cfg,
+		logger:      logger,
+		registerNow: make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+		stats:       newStats(),
+	}
+	b.longPoll = newLongPoll(b)
+	configDir := filepath.Join(cfg.StorePathRootDir, "config")
+	if err := os.MkdirAll(configDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create config directory: %w", err)
+	}
+	store, err := storage.Open(b.storeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open store at %s: %w", cfg.StorePathRootDir, err)
+	}
+	b.store = store
+	b.log = store
+	fail := func(err error) (*Broker, error) {
+		_ = store.Close()
+		return nil, err
+	}
+	if b.topics, err = meta.OpenTopics(filepath.Join(configDir, "topics.json"), logger.Named("topics")); err != nil {
+		return fail(fmt.Errorf("open topic table: %w", err))
+	}
+	if b.groups, err = meta.OpenGroups(filepath.Join(configDir, "subscriptionGroup.json"), logger.Named("groups")); err != nil {
+		return fail(fmt.Errorf("open subscription groups: %w", err))
+	}
+	if b.offsets, err = meta.OpenOffsets(filepath.Join(configDir, "consumerOffset.json"), logger.Named("offsets")); err != nil {
+		return fail(fmt.Errorf("open consumer offsets: %w", err))
+	}
+	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
+	system := meta.SystemTopics(cfg.BrokerClusterName, cfg.BrokerName, cfg.AutoCreateTopicEnable, int32(cfg.DefaultTopicQueueNums))
+	if _, err := b.topics.EnsureTopics(system, time.Now()); err != nil {
+		return fail(fmt.Errorf("create system topics: %w", err))
+	}
+	b.clients = clients.NewManager(clients.Config{
+		ChannelExpiry: time.Duration(cfg.ClientChannelExpiredTimeout) * time.Millisecond,
+		Logger:        logger.Named("clients"),
+		NotifyEnabled: func(group string) bool {
+			gc := b.groups.Get(group)
+			return gc == nil || gc.NotifyConsumerIdsChangedEnable
+		},
+	})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client")})
+	return b, nil
+}
+
+func (b *Broker) storeConfig() storage.Config {
+	c := storage.DefaultConfig(b.cfg.StorePathRootDir)
+	c.StorePathCommitLog = b.cfg.StorePathCommitLog
+	c.MappedFileSizeCommitLog = b.cfg.MappedFileSizeCommitLog
+	c.MappedFileSizeConsumeQueue = b.cfg.MapedFileSizeConsumeQueue
+	c.FlushDiskType = storage.FlushDiskType(b.cfg.FlushDiskType)
+	c.FlushIntervalCommitLog = b.cfg.FlushInterval()
+	c.SyncFlushTimeout = b.cfg.SyncFlushWait()
+	c.FileReservedTime = b.cfg.FileReservedTime
+	c.DeleteWhen = b.cfg.DeleteWhen
+	c.DiskMaxUsedSpaceRatio = b.cfg.DiskMaxUsedSpaceRatio
+	c.MaxMessageSize = b.cfg.MaxMessageSize
+	c.MessageIndexEnable = b.cfg.MessageIndexEnable
+	c.MaxHashSlotNum = b.cfg.MaxHashSlotNum
+	c.MaxIndexNum = b.cfg.MaxIndexNum
+	c.Logger = b.logger.Named("store")
+	c.OnDispatch = func(topic string, queueID int32, queueOffset int64, tagsCode int64) {
+		b.longPoll.notify(topic, queueID, queueOffset, tagsCode)
+	}
+	return c
+}
+
+// Start listens on listenPort, registers with the name servers and starts the
+// periodic tasks.
+func (b *Broker) Start() error {
+	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.ListenPort))
+	b.server = remoting.NewServer(remoting.ServerConfig{
+		Addr:        addr,
+		Logger:      b.logger.Named("remoting"),
+		IdleTimeout: 120 * time.Second,
+	})
+	b.registerHandlers(b.server)
+	b.server.OnDisconnect(b.clients.ConnClosed)
+	if err := b.server.Start(); err != nil {
+		return err
+	}
+	// The advertised address uses brokerIP1 and the real port (listenPort 0 picks one).
+	_, port, _ := net.SplitHostPort(b.server.Addr())
+	b.brokerAddr = net.JoinHostPort(b.cfg.BrokerIP1, port)
+	ap, err := netip.ParseAddrPort(b.brokerAddr)
+	if err != nil {
+		_ = b.server.Close()
+		return fmt.Errorf("brokerIP1 %q is not an IP address: %w", b.cfg.BrokerIP1, err)
+	}
+	b.storeHost = ap
+	if err := b.startHTTP(); err != nil {
+		_ = b.server.Close()
+		return fmt.Errorf("listen on httpPort %d: %w", b.cfg.HTTPPort, err)
+	}
+
+	b.wg.Add(3)
+	go b.registerLoop()
+	go b.longPoll.run()
+	go b.housekeeping()
+	b.logger.Info("broker started", "cluster", b.cfg.BrokerClusterName, "broker", b.cfg.BrokerName,
+		"brokerId", b.cfg.BrokerID, "role", b.cfg.BrokerRole, "addr", b.brokerAddr,
+		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "namesrv", b.cfg.NamesrvAddr)
+	return nil
+}
+
+// listenHost binds every interface unless brokerIP1 is loopback, so a broker
+// configured for 127.0.0.1 is never reachable from outside the host.
+func listenHost(ip string) string {
+	if a, err := netip.ParseAddr(ip); err == nil && a.IsLoopback() {
+		return ip
+	}
+	return ""
+}
+
+// Addr is the address clients use (brokerIP1:port).
+func (b *Broker) Addr() string { return b.brokerAddr }
+
+// Close unregisters from the name servers, stops serving and closes the store
+// cleanly (so the next start needs no crash recovery).
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		close(b.stop)
+		if b.server != nil {
+			b.unregisterAll()
+			_ = b.server.Close()
+		}
+		b.wg.Wait()
+		_ = b.nsClient.Close()
+		if perr := b.offsets.Persist(); perr != nil {
+			b.logger.Error("persist consumer offsets at shutdown", "error", perr)
+		}
+		err = b.store.Close()
+	})
+	return err
+}
+
+func (b *Broker) housekeeping() {
+	defer b.wg.Done()
+	offsetTick := time.NewTicker(time.Duration(max(b.cfg.FlushConsumerOffsetInterval, 100)) * time.Millisecond)
+	scanTick := time.NewTicker(10 * time.Second)
+	defer offsetTick.Stop()
+	defer scanTick.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-offsetTick.C:
+			if err := b.offsets.Persist(); err != nil {
+				b.logger.Error("persist consumer offsets", "error", err)
+			}
+		case now := <-scanTick.C:
+			b.clients.ScanExpired(now)
+		}
+	}
+}
+
+// errorCode maps a store error to the response code clients react to correctly.
+func errorCode(err error) (int32, string) {
+	switch {
+	case errors.Is(err, storage.ErrMessageIllegal):
+		return remoting.MessageIllegal, err.Error()
+	case errors.Is(err, storage.ErrDiskFull):
+		return remoting.ServiceNotAvailable, "service not available now, maybe disk full: " + err.Error()
+	case errors.Is(err, storage.ErrStoreClosed):
+		return remoting.ServiceNotAvailable, "service not available now: the store is shutting down"
+	default:
+		return remoting.SystemError, err.Error()
+	}
+}

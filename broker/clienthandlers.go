@@ -1,0 +1,89 @@
+package broker
+
+import (
+	"strings"
+	"time"
+
+	"rocketraft/message"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// handleHeartbeat records the client's groups and subscriptions, creating
+// subscription groups and their %RETRY% topics as RocketMQ does.
+func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var hb protocol.HeartbeatData
+	if err := protocol.Decode(req.Body, &hb); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad heartbeat body: "+err.Error())
+	}
+	for _, cd := range hb.ConsumerDataSet {
+		gc, _, err := b.groups.GetOrCreate(cd.GroupName, b.cfg.AutoCreateSubscriptionGroup)
+		if err != nil {
+			return req.NewResponse(remoting.SystemError, "subscription group "+cd.GroupName+": "+err.Error())
+		}
+		if gc == nil {
+			continue
+		}
+		if cd.MessageModel != protocol.Broadcasting && gc.RetryQueueNums > 0 {
+			retry := message.RetryTopicPrefix + cd.GroupName
+			_, created, err := b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
+				WriteQueueNums: gc.RetryQueueNums, Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
+			if err != nil {
+				return req.NewResponse(remoting.SystemError, "create retry topic "+retry+": "+err.Error())
+			}
+			if created {
+				b.triggerRegister()
+			}
+		}
+	}
+	b.clients.Heartbeat(conn, &hb, req.Language, req.Version, time.Now())
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleUnregisterClient(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	b.clients.Unregister(conn, req.Ext("clientID"), req.Ext("producerGroup"), req.Ext("consumerGroup"))
+	return req.NewResponse(remoting.Success, "")
+}
+
+func (b *Broker) handleGetConsumerList(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group := req.Ext("consumerGroup")
+	ids := b.clients.ConsumerIDs(group)
+	if len(ids) == 0 {
+		return req.NewResponse(remoting.SystemError, "no consumer for this group, "+group)
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(protocol.ConsumerListBody{ConsumerIDList: ids})
+	return resp
+}
+
+func (b *Broker) handleLockBatch(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.LockBatchRequestBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad lock body: "+err.Error())
+	}
+	locked := b.clients.LockBatch(body.ConsumerGroup, body.ClientID, b.ownQueues(body.MqSet), time.Now())
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(protocol.LockBatchResponseBody{LockOKMQSet: locked})
+	return resp
+}
+
+func (b *Broker) handleUnlockBatch(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.UnlockBatchRequestBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad unlock body: "+err.Error())
+	}
+	b.clients.UnlockBatch(body.ConsumerGroup, body.ClientID, body.MqSet)
+	return req.NewResponse(remoting.Success, "")
+}
+
+// ownQueues keeps the queues that belong to this broker name; a client may
+// list another broker's queues when it batches lock requests.
+func (b *Broker) ownQueues(mqs []protocol.MessageQueue) []protocol.MessageQueue {
+	out := mqs[:0:0]
+	for _, mq := range mqs {
+		if mq.BrokerName == "" || strings.EqualFold(mq.BrokerName, b.cfg.BrokerName) {
+			out = append(out, mq)
+		}
+	}
+	return out
+}

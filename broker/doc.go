@@ -1,0 +1,14 @@
+// Package broker serves RocketMQ's broker requests — sends, pulls with long
+// polling, consumer offsets, client heartbeats, queue locks, queries and
+// administration — over the remoting protocol, and keeps the broker registered
+// with every name server.
+//
+// The broker appends through the CommitLog interface (a local store in classic
+// mode; later, a Raft group) and reads from the storage package directly, since
+// every replica's store holds the same committed bytes. Metadata lives in
+// broker/meta and client connections in broker/clients.
+//
+// Lock order: longPoll.mu is never held while calling into the store or
+// writing to a connection; the store's OnDispatch callback takes only
+// longPoll.mu.
+package broker

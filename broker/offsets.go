@@ -1,0 +1,95 @@
+package broker
+
+import (
+	"strconv"
+
+	"rocketraft/remoting"
+)
+
+// hotDataWindow approximates RocketMQ's "still in the page cache" test used by
+// QUERY_CONSUMER_OFFSET: a queue whose first message lies within this many
+// bytes of the commitlog end counts as young.
+const hotDataWindow = 4 << 30
+
+// handleQueryConsumerOffset answers a group's committed offset. With none
+// stored it answers 0 for a young queue that starts at offset 0 (so a new
+// group reads a new topic from its start, as a 4.x broker does) and
+// QUERY_NOT_FOUND otherwise, which makes the client apply ConsumeFromWhere.
+func (b *Broker) handleQueryConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
+	qid, err := req.ExtInt32("queueId")
+	if err != nil || group == "" || topic == "" {
+		return req.NewResponse(remoting.SystemError, "bad query consumer offset header: consumerGroup, topic and queueId are required")
+	}
+	if off, ok := b.offsets.Query(group, topic, qid); ok && off >= 0 {
+		resp.SetExt("offset", strconv.FormatInt(off, 10))
+		return resp
+	}
+	if b.store.MinOffset(topic, qid) <= 0 && b.queueIsYoung(topic, qid) {
+		resp.SetExt("offset", "0")
+		return resp
+	}
+	return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+}
+
+func (b *Broker) queueIsYoung(topic string, qid int32) bool {
+	res := b.store.GetMessages(topic, qid, 0, 1, maxPullBytes, nil)
+	if len(res.Records) == 0 {
+		return true
+	}
+	phys := physicalOffsetOf(res.Records[0])
+	return b.store.CommitLogMaxOffset()-phys < hotDataWindow
+}
+
+func (b *Broker) handleUpdateConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
+	qid, err1 := req.ExtInt32("queueId")
+	off, err2 := req.ExtInt64("commitOffset")
+	if group == "" || topic == "" || err1 != nil || err2 != nil {
+		return req.NewResponse(remoting.SystemError, "bad update consumer offset header: consumerGroup, topic, queueId and commitOffset are required")
+	}
+	b.offsets.Commit(group, topic, qid, off)
+	return req.NewResponse(remoting.Success, "")
+}
+
+// queueOffsetHandler serves the per-queue offset lookups that all share the
+// header (topic, queueId) and answer one "offset" field.
+func (b *Broker) queueOffsetHandler(lookup func(topic string, qid int32, req *remoting.Command) (string, string, error)) remoting.Handler {
+	return func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		topic := req.Ext("topic")
+		qid, err := req.ExtInt32("queueId")
+		if topic == "" || err != nil {
+			return req.NewResponse(remoting.SystemError, "bad header: topic and queueId are required")
+		}
+		key, val, err := lookup(topic, qid, req)
+		if err != nil {
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+		resp := req.NewResponse(remoting.Success, "")
+		resp.SetExt(key, val)
+		return resp
+	}
+}
+
+func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
+	s.Handle(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
+	s.Handle(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
+	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "offset", strconv.FormatInt(b.store.MaxOffset(t, q), 10), nil
+	}))
+	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "offset", strconv.FormatInt(b.store.MinOffset(t, q), 10), nil
+	}))
+	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "timestamp", strconv.FormatInt(b.store.EarliestMsgStoreTime(t, q), 10), nil
+	}))
+	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(t string, q int32, req *remoting.Command) (string, string, error) {
+		ts, err := req.ExtInt64("timestamp")
+		if err != nil {
+			return "", "", err
+		}
+		upper := req.Ext("boundaryType") == "upper"
+		return "offset", strconv.FormatInt(b.store.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
+	}))
+}

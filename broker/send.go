@@ -1,0 +1,251 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"rocketraft/broker/meta"
+	"rocketraft/message"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+	"rocketraft/storage"
+)
+
+// sendTimeout bounds one append, as RocketMQ's putMessageTimeout.
+const sendTimeout = 8 * time.Second
+
+// handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE:
+// validate, resolve (or auto-create) the topic, encode each message in the
+// stored layout with the store host and time stamped, append, and answer with
+// the offset msgIds and queue offsets (protocol doc §2.4).
+func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	resp := req.NewResponse(remoting.Success, "")
+	resp.SetExt("MSG_REGION", b.cfg.RegionID)
+	resp.SetExt("TRACE_ON", strconv.FormatBool(b.cfg.TraceOn))
+	fail := func(code int32, format string, args ...any) *remoting.Command {
+		resp.Code = code
+		resp.Remark = fmt.Sprintf(format, args...)
+		return resp
+	}
+	h, err := parseSendHeader(req)
+	if err != nil {
+		return fail(remoting.SystemError, "bad send header: %v", err)
+	}
+	batch := req.Code == remoting.SendBatchMessage
+	if err := message.ValidateTopic(h.Topic); err != nil {
+		return fail(remoting.InvalidParameter, "invalid topic: %v", err)
+	}
+	if meta.IsNotAllowedToSend(h.Topic) {
+		return fail(remoting.NoPermission, "Sending message to topic[%s] is forbidden.", h.Topic)
+	}
+	if batch && (len(h.Topic) > message.MaxTopicNameLength || strings.HasPrefix(h.Topic, message.RetryTopicPrefix)) {
+		return fail(remoting.MessageIllegal, "batch messages cannot be sent to topic %s", h.Topic)
+	}
+	if len(req.Body) == 0 {
+		return fail(remoting.MessageIllegal, "the message body is empty")
+	}
+	if len(req.Body) > b.cfg.MaxMessageSize {
+		return fail(remoting.MessageIllegal, "the message body size %d exceeds maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
+	}
+	if len(h.Properties) > message.MaxPropertiesLength {
+		return fail(remoting.MessageIllegal, "the message properties length %d exceeds %d", len(h.Properties), message.MaxPropertiesLength)
+	}
+	if !protocol.IsWriteable(int32(b.cfg.BrokerPermission)) {
+		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+	}
+
+	tc, code, remark := b.resolveSendTopic(h)
+	if tc == nil {
+		return fail(code, "%s", remark)
+	}
+	if !protocol.IsWriteable(tc.Perm) {
+		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", h.Topic)
+	}
+	queueCount := max(tc.ReadQueueNums, tc.WriteQueueNums)
+	if h.QueueID >= queueCount {
+		return fail(remoting.InvalidParameter, "request queueId[%d] is illegal, topic %s has %d queues", h.QueueID, h.Topic, queueCount)
+	}
+	if h.QueueID < 0 {
+		h.QueueID = rand.Int32N(max(tc.WriteQueueNums, 1))
+	}
+	if tc.TopicFilterType == protocol.FilterMultiTag {
+		h.SysFlag |= message.SysFlagMultiTags
+	}
+	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) {
+		if code, remark := b.applyRetryPolicy(h); code != remoting.Success {
+			return fail(code, "%s", remark)
+		}
+	}
+
+	records, err := b.encodeSend(conn, h, req.Body, batch)
+	if err != nil {
+		return fail(remoting.MessageIllegal, "%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	results, err := b.log.Append(ctx, records)
+	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
+		code, remark := errorCode(err)
+		b.logger.Warn("append failed", "topic", h.Topic, "error", err)
+		return fail(code, "%s", remark)
+	}
+	if errors.Is(err, storage.ErrFlushDiskTimeout) {
+		resp.Code = remoting.FlushDiskTimeout
+		resp.Remark = "the message is stored, but the disk flush timed out"
+	}
+	b.stats.recordPut(h.Topic, len(results))
+	resp.SetExt("msgId", b.msgIDs(results))
+	resp.SetExt("queueId", strconv.FormatInt(int64(h.QueueID), 10))
+	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
+	return resp
+}
+
+// resolveSendTopic finds the target topic, creating it from the default topic
+// or as a retry/DLQ topic where RocketMQ would.
+func (b *Broker) resolveSendTopic(h *sendHeader) (*protocol.TopicConfig, int32, string) {
+	if tc := b.topics.Get(h.Topic); tc != nil {
+		return tc, remoting.Success, ""
+	}
+	var tc *protocol.TopicConfig
+	var created bool
+	var err error
+	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) || strings.HasPrefix(h.Topic, message.DLQTopicPrefix) {
+		tc, created, err = b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
+			Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
+	} else {
+		tc, created, err = b.topics.CreateFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
+	}
+	if err != nil {
+		return nil, remoting.SystemError, fmt.Sprintf("create topic %s: %v", h.Topic, err)
+	}
+	if tc == nil {
+		return nil, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
+	}
+	if created {
+		b.logger.Info("auto-created topic", "topic", h.Topic, "queues", tc.WriteQueueNums, "defaultTopic", h.DefaultTopic)
+		b.triggerRegister()
+	}
+	return tc, remoting.Success, ""
+}
+
+// applyRetryPolicy handles a message sent to %RETRY%<group>: the group must
+// exist, and a message past its retry limit goes to %DLQ%<group> instead
+// (protocol doc §2.4 step 7, 4.x rule reconsumeTimes >= max).
+func (b *Broker) applyRetryPolicy(h *sendHeader) (int32, string) {
+	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
+	gc, _, err := b.groups.GetOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
+	if err != nil {
+		return remoting.SystemError, fmt.Sprintf("subscription group %s: %v", group, err)
+	}
+	if gc == nil {
+		return remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group not exist, %s", group)
+	}
+	limit := gc.RetryMaxTimes
+	if h.MaxReconsumeTimes >= 0 {
+		limit = h.MaxReconsumeTimes
+	}
+	if h.ReconsumeTimes < limit {
+		return remoting.Success, ""
+	}
+	dlq := message.DLQTopicPrefix + group
+	if _, created, err := b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
+		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag}); err != nil {
+		return remoting.SystemError, fmt.Sprintf("create DLQ topic %s: %v", dlq, err)
+	} else if created {
+		b.triggerRegister()
+	}
+	props := message.ParseProperties(h.Properties)
+	delete(props, message.PropertyDelayTimeLevel)
+	h.Properties = message.FormatProperties(props)
+	h.Topic = dlq
+	h.QueueID = 0
+	return remoting.Success, ""
+}
+
+// encodeSend turns the request into stored records: one for a single send,
+// one per entry for a batch, all stamped with the same store time.
+func (b *Broker) encodeSend(conn *remoting.Conn, h *sendHeader, body []byte, batch bool) ([][]byte, error) {
+	bornHost, err := netip.ParseAddrPort(conn.RemoteAddr())
+	if err != nil {
+		bornHost = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	bornHost = netip.AddrPortFrom(bornHost.Addr().Unmap(), bornHost.Port())
+	m := &message.Message{
+		Topic:          h.Topic,
+		QueueID:        h.QueueID,
+		SysFlag:        h.SysFlag,
+		BornTimestamp:  h.BornTimestamp,
+		BornHost:       bornHost,
+		StoreTimestamp: time.Now().UnixMilli(),
+		StoreHost:      b.storeHost,
+		ReconsumeTimes: h.ReconsumeTimes,
+	}
+	if !batch {
+		m.Flag = h.Flag
+		m.Body = body
+		m.Properties = b.withClusterProperty(h.Properties)
+		rec, err := message.EncodeRecord(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode message: %w", err)
+		}
+		return [][]byte{rec}, nil
+	}
+	entries, err := message.DecodeBatch(body)
+	if err != nil {
+		return nil, fmt.Errorf("decode batch body: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("the batch holds no message")
+	}
+	records := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		if len(e.Properties) > message.MaxPropertiesLength {
+			return nil, fmt.Errorf("a batch message's properties length %d exceeds %d", len(e.Properties), message.MaxPropertiesLength)
+		}
+		if _, delayed := message.ParseProperties(e.Properties)[message.PropertyDelayTimeLevel]; delayed {
+			return nil, fmt.Errorf("batch messages cannot be delayed")
+		}
+		m.Flag = e.Flag
+		m.Body = e.Body
+		m.Properties = b.withClusterProperty(e.Properties)
+		rec, err := message.EncodeRecord(m)
+		if err != nil {
+			return nil, fmt.Errorf("encode batch message: %w", err)
+		}
+		records = append(records, rec)
+	}
+	return records, nil
+}
+
+// withClusterProperty adds CLUSTER=<brokerClusterName>, as RocketMQ brokers do.
+func (b *Broker) withClusterProperty(props string) string {
+	key := message.PropertyCluster + string(message.NameValueSeparator)
+	if strings.HasPrefix(props, key) || strings.Contains(props, string(message.PropertySeparator)+key) {
+		return props
+	}
+	if props != "" && !strings.HasSuffix(props, string(message.PropertySeparator)) {
+		props += string(message.PropertySeparator)
+	}
+	return props + key + b.cfg.BrokerClusterName + string(message.PropertySeparator)
+}
+
+func (b *Broker) msgIDs(results []storage.AppendResult) string {
+	if len(results) == 1 {
+		return message.OffsetMsgID(b.storeHost, results[0].PhysicalOffset)
+	}
+	var sb strings.Builder
+	sb.Grow(33 * len(results))
+	for i, r := range results {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(message.OffsetMsgID(b.storeHost, r.PhysicalOffset))
+	}
+	return sb.String()
+}

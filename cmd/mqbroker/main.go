@@ -1,0 +1,56 @@
+// Command mqbroker runs one RocketMQ-compatible broker: mqbroker -c broker.properties.
+// Flags --<key>=<value> override the file's keys; see mqbroker --help.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker"
+	"rocketraft/config"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	cfg, warnings, err := config.LoadBroker(os.Args[1:])
+	if errors.Is(err, config.ErrHelp) {
+		fmt.Fprint(os.Stderr, config.BrokerUsage())
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mqbroker: %v\n", err)
+		return 2
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "mqbroker", Level: hclog.LevelFromString(cfg.LogLevel), Output: os.Stderr})
+	for _, w := range warnings {
+		logger.Warn("configuration", "warning", w)
+	}
+	b, err := broker.New(cfg, logger)
+	if err != nil {
+		logger.Error("cannot start broker", "error", err)
+		return 1
+	}
+	if err := b.Start(); err != nil {
+		logger.Error("cannot start broker", "error", err)
+		_ = b.Close()
+		return 1
+	}
+	fmt.Printf("The broker[%s, %s] boot success. namesrv=%s store=%s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr, cfg.StorePathRootDir)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	s := <-sig
+	logger.Info("shutting down", "signal", s.String())
+	if err := b.Close(); err != nil {
+		logger.Error("shutdown", "error", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Standard benchmark: one name server and one broker on loopback (data in a
+# temporary directory), 1 KiB messages, the bench client on the same machine.
+# For each flushDiskType: async produce with 256 sends in flight, sync produce
+# with 256 senders, then a pull consumer reading everything back.
+# Tunables: BENCH_DURATION (default 20s), BENCH_WARMUP (5s), BENCH_MODES.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION="${BENCH_DURATION:-20s}"
+WARMUP="${BENCH_WARMUP:-5s}"
+MODES="${BENCH_MODES:-ASYNC_FLUSH SYNC_FLUSH}"
+WORK="$(mktemp -d /tmp/rocketraft-bench.XXXXXX)"
+NS_PORT="${BENCH_NAMESRV_PORT:-29876}"
+BR_PORT="${BENCH_BROKER_PORT:-30911}"
+NS="127.0.0.1:$NS_PORT"
+
+pids=()
+stop_all() {
+	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do
+		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	pids=()
+}
+trap 'stop_all; rm -rf "$WORK"' EXIT INT TERM
+
+wait_port() {
+	for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
+	echo "port $1 did not open" >&2
+	return 1
+}
+
+echo "machine: $(nproc) cores, $(uname -sr); messages 1024 B; duration $DURATION (warm-up $WARMUP)"
+for mode in $MODES; do
+	rm -rf "$WORK/store"
+	./bin/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
+	pids+=($!)
+	./bin/mqbroker -n "$NS" --brokerName bench-broker --listenPort "$BR_PORT" \
+		--storePathRootDir "$WORK/store" --flushDiskType "$mode" --logLevel warn >"$WORK/broker-$mode.log" 2>&1 &
+	pids+=($!)
+	wait_port "$NS_PORT"
+	wait_port "$BR_PORT"
+	sleep 1
+	echo
+	echo "== $mode: produce async, 256 in flight"
+	./bin/mqbench produce -n "$NS" -t BenchAsync --mode async -c 256 -s 1024 -d "$DURATION" --warmup "$WARMUP" -q
+	echo "== $mode: produce sync, 256 senders"
+	./bin/mqbench produce -n "$NS" -t BenchSync --mode sync -c 256 -s 1024 -d "$DURATION" --warmup "$WARMUP" -q
+	echo "== $mode: consume (pull consumer) everything produced async"
+	./bin/mqbench consume -n "$NS" -t BenchAsync -g bench_consumer --type pull --from first --pull-batch 64 -d "$DURATION" --warmup 2s -q
+	stop_all
+done
