@@ -201,6 +201,8 @@ func (b *Broker) housekeeping() {
 	defer b.wg.Done()
 	offsetTick := time.NewTicker(time.Duration(max(b.cfg.FlushConsumerOffsetInterval, 100)) * time.Millisecond)
 	scanTick := time.NewTicker(10 * time.Second)
+	tpsTick := time.NewTicker(time.Second)
+	defer tpsTick.Stop()
 	defer offsetTick.Stop()
 	defer scanTick.Stop()
 	for {
@@ -213,6 +215,8 @@ func (b *Broker) housekeeping() {
 			}
 		case now := <-scanTick.C:
 			b.clients.ScanExpired(now)
+		case <-tpsTick.C:
+			b.stats.sample()
 		}
 	}
 }

@@ -68,3 +68,20 @@ func TestSplitKeys(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestTPSRates(t *testing.T) {
+	s := newStats()
+	if got := s.rates(false); got != "0.00 0.00 0.00" {
+		t.Fatalf("no samples: %q", got)
+	}
+	for i := 0; i < 700; i++ {
+		s.putTotal.Add(10)
+		s.sample()
+	}
+	if got := s.rates(false); got != "10.00 10.00 10.00" {
+		t.Fatalf("steady 10/s: %q", got)
+	}
+	if got := s.rates(true); got != "0.00 0.00 0.00" {
+		t.Fatalf("gets: %q", got)
+	}
+}

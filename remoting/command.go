@@ -58,7 +58,6 @@ func (c *Command) NewResponse(code int32, remark string) *Command {
 		Opaque:        c.Opaque,
 		Flag:          FlagResponse,
 		Remark:        remark,
-		ExtFields:     map[string]string{},
 		SerializeType: c.SerializeType,
 	}
 }
@@ -81,7 +80,7 @@ func (c *Command) Ext(key string) string {
 // SetExt sets one header field.
 func (c *Command) SetExt(key, value string) {
 	if c.ExtFields == nil {
-		c.ExtFields = map[string]string{}
+		c.ExtFields = make(map[string]string, 8)
 	}
 	c.ExtFields[key] = value
 }

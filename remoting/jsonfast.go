@@ -287,7 +287,7 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 		return m, true
 	}
 	for {
-		k, ok := p.str()
+		k, ok := p.key()
 		if !ok || !p.consume(':') {
 			return nil, false
 		}
@@ -301,4 +301,45 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 		}
 		return m, p.consume('}')
 	}
+}
+
+// internedKeys holds the extFields names clients send on every request, so
+// parsing a header does not allocate a new string for each key.
+var internedKeys = func() map[string]string {
+	names := []string{
+		"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n",
+		"producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+		"bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch", "bname",
+		"consumerGroup", "queueOffset", "maxMsgNums", "commitOffset", "suspendTimeoutMillis", "subscription",
+		"subVersion", "expressionType", "maxMsgBytes", "lo", "ns", "nsd", "oway",
+		"msgId", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "offset", "timestamp",
+		"MSG_REGION", "TRACE_ON", "AccessKey", "Signature", "clientID", "group",
+	}
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		m[n] = n
+	}
+	return m
+}()
+
+// key parses an object key, reusing the interned string for common names.
+func (p *jsonParser) key() (string, bool) {
+	p.ws()
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		start := p.i + 1
+		for j := start; j < len(p.b) && j-start <= 32; j++ {
+			c := p.b[j]
+			if c == '"' {
+				if k, ok := internedKeys[string(p.b[start:j])]; ok {
+					p.i = j + 1
+					return k, true
+				}
+				break
+			}
+			if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				break
+			}
+		}
+	}
+	return p.str()
 }

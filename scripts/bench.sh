@@ -23,7 +23,7 @@ stop_all() {
 	done
 	pids=()
 }
-trap 'stop_all; rm -rf "$WORK"' EXIT INT TERM
+trap 'stop_all; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"' EXIT INT TERM
 
 wait_port() {
 	for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
@@ -32,7 +32,11 @@ wait_port() {
 }
 
 echo "machine: $(nproc) cores, $(uname -sr); messages 1024 B; duration $DURATION (warm-up $WARMUP)"
+round=0
 for mode in $MODES; do
+	# Fresh ports each round: the previous round's sockets may linger.
+	NS_PORT=$((${BENCH_NAMESRV_PORT:-29876} + round)); BR_PORT=$((${BENCH_BROKER_PORT:-30911} + 10 * round)); round=$((round + 1))
+	NS="127.0.0.1:$NS_PORT"
 	rm -rf "$WORK/store"
 	./bin/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 	pids+=($!)

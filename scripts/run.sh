@@ -25,7 +25,7 @@ trap cleanup INT TERM EXIT
 
 ./bin/mqnamesrv --listen "$NS" --kvConfigPath "$DATA/namesrv/kvConfig.json" >"$DATA/logs/namesrv.log" 2>&1 &
 pids+=($!)
-./bin/mqbroker -c config/broker.properties -n "$NS" \
+./bin/mqbroker -n "$NS" \
 	--brokerName broker-a --listenPort "$BROKER_PORT" --brokerIP1 127.0.0.1 \
 	--storePathRootDir "$DATA/broker-a" >"$DATA/logs/broker-a.log" 2>&1 &
 pids+=($!)
