@@ -37,6 +37,9 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return fail(remoting.SystemError, "bad send header: %v", err)
 	}
+	if h.Topic == "" || h.ProducerGroup == "" {
+		return fail(remoting.SystemError, "bad send header: topic and producerGroup are required")
+	}
 	batch := req.Code == remoting.SendBatchMessage
 	if err := message.ValidateTopic(h.Topic); err != nil {
 		return fail(remoting.InvalidParameter, "invalid topic: %v", err)
@@ -108,7 +111,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 
 // resolveSendTopic finds the target topic, creating it from the default topic
 // or as a retry/DLQ topic where RocketMQ would.
-func (b *Broker) resolveSendTopic(h *sendHeader) (*protocol.TopicConfig, int32, string) {
+func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protocol.TopicConfig, int32, string) {
 	if tc := b.topics.Get(h.Topic); tc != nil {
 		return tc, remoting.Success, ""
 	}
@@ -137,7 +140,7 @@ func (b *Broker) resolveSendTopic(h *sendHeader) (*protocol.TopicConfig, int32, 
 // applyRetryPolicy handles a message sent to %RETRY%<group>: the group must
 // exist, and a message past its retry limit goes to %DLQ%<group> instead
 // (protocol doc §2.4 step 7, 4.x rule reconsumeTimes >= max).
-func (b *Broker) applyRetryPolicy(h *sendHeader) (int32, string) {
+func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
 	gc, _, err := b.groups.GetOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
 	if err != nil {
@@ -147,8 +150,8 @@ func (b *Broker) applyRetryPolicy(h *sendHeader) (int32, string) {
 		return remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group not exist, %s", group)
 	}
 	limit := gc.RetryMaxTimes
-	if h.MaxReconsumeTimes >= 0 {
-		limit = h.MaxReconsumeTimes
+	if h.MaxReconsumeTimes != nil {
+		limit = *h.MaxReconsumeTimes
 	}
 	if h.ReconsumeTimes < limit {
 		return remoting.Success, ""
@@ -170,7 +173,7 @@ func (b *Broker) applyRetryPolicy(h *sendHeader) (int32, string) {
 
 // encodeSend turns the request into stored records: one for a single send,
 // one per entry for a batch, all stamped with the same store time.
-func (b *Broker) encodeSend(conn *remoting.Conn, h *sendHeader, body []byte, batch bool) ([][]byte, error) {
+func (b *Broker) encodeSend(conn *remoting.Conn, h *protocol.SendMessageRequestHeader, body []byte, batch bool) ([][]byte, error) {
 	bornHost, err := netip.ParseAddrPort(conn.RemoteAddr())
 	if err != nil {
 		bornHost = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
@@ -248,4 +251,15 @@ func (b *Broker) msgIDs(results []storage.AppendResult) string {
 		sb.WriteString(message.OffsetMsgID(b.storeHost, r.PhysicalOffset))
 	}
 	return sb.String()
+}
+
+// parseSendHeader reads the send header in the naming its code uses: long
+// names for SEND_MESSAGE, single letters for SEND_MESSAGE_V2 and
+// SEND_BATCH_MESSAGE (protocol doc §2.4).
+func parseSendHeader(req *remoting.Command) (*protocol.SendMessageRequestHeader, error) {
+	h := &protocol.SendMessageRequestHeader{}
+	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
+		return h, h.FromExtV2(req.ExtFields)
+	}
+	return h, h.FromExt(req.ExtFields)
 }
