@@ -42,6 +42,12 @@ type Common struct {
 	ClientLogLevel string
 	// ClientLogFile, if set, sends the client's log to this file.
 	ClientLogFile string
+	// Client is ClientOfficial (default) or ClientNative.
+	Client string
+	// Connections is the number of remoting clients, each with its own
+	// connection to every broker, that the native client spreads its
+	// requests over (default 2). The official client ignores it.
+	Connections int
 }
 
 // SetupClientLog installs the rocketmq client's logger: logrus at the given

@@ -86,7 +86,7 @@ func (c *ConsumeConfig) validate() error {
 	if c.Pollers < 1 {
 		c.Pollers = 1
 	}
-	return nil
+	return c.validateClient()
 }
 
 // consumeCounter turns received batches into Recorder samples and signals
@@ -117,14 +117,24 @@ func (c *consumeCounter) observe(msgs []*primitive.MessageExt) {
 		st.Msgs += uint64(len(msgs))
 		st.Bytes += uint64(bytes)
 	})
-	if n := c.received.Add(int64(len(msgs))); c.expect > 0 && n >= c.expect {
+	c.add(len(msgs))
+}
+
+// add counts n received messages and signals done once the expected number
+// has arrived.
+func (c *consumeCounter) add(n int) {
+	if n == 0 {
+		return
+	}
+	if r := c.received.Add(int64(n)); c.expect > 0 && r >= c.expect {
 		c.doneOnce.Do(func() { close(c.done) })
 	}
 }
 
 // RunConsume runs a consumer benchmark until cfg.Duration has passed,
 // cfg.Expect messages were received, or ctx is cancelled. Output goes as
-// for RunProduce.
+// for RunProduce. With cfg.Client ClientNative the official client is not
+// used and cfg.Type is ignored (see the package comment).
 func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer) (*Summary, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -135,6 +145,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer
 	ns, err := ResolveNameServers(cfg.NameServers)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Client == ClientNative {
+		return runNativeConsume(ctx, cfg, ns, stdout, stderr)
 	}
 
 	lines, summaryOut := stdout, stdout

@@ -1,7 +1,8 @@
 // Package bench implements mqbench, a load generator that measures a
 // RocketMQ-compatible broker through the official Go client
 // (github.com/apache/rocketmq-client-go/v2), unmodified, so that the
-// numbers are the ones an application using that client would see.
+// numbers are the ones an application using that client would see, or
+// through a light native client that shows what the broker itself can do.
 //
 // # Producer benchmark (RunProduce)
 //
@@ -30,6 +31,34 @@
 // with millisecond resolution: producer and consumer clocks must agree) and
 // add to counters. Consumption starts at the first or last offset for a new
 // group, and ends after Duration or once Expect messages were received.
+//
+// # Native client (Client = ClientNative)
+//
+// The official client spends tens of µs of CPU per request (several write
+// syscalls per request, reflection-based JSON headers), so on a small
+// machine it, not the broker, sets the pace. With --client native the same
+// runs speak the remoting protocol through this repository's own packages
+// (rocketraft/remoting, protocol, message) and the output is the same:
+//
+//   - produce: the route of the topic, or while it has none TBW102's route
+//     with at most 4 queues per broker (the broker then auto-creates the
+//     topic), is looked up for up to 30 s (at most Duration). Concurrency
+//     goroutines, spread over Connections remoting clients (one pipelined
+//     connection per broker each), loop on SEND_MESSAGE_V2 or, with
+//     Batch > 1, SEND_BATCH_MESSAGE, round-robin over the master queues of
+//     the writable brokers. Sync and async mode are the same code: a
+//     goroutine blocked in a pipelined Invoke is one request in flight.
+//     Every message carries UNIQ_KEY (a per-run random prefix and a
+//     counter), WAIT=true and TAGS with --tag. Only SUCCESS counts as
+//     sent; FLUSH_DISK_TIMEOUT and other codes are errors named by code.
+//   - consume: one goroutine per readable queue pulls (PULL_MESSAGE,
+//     long polling up to 1 s, subscription in the request so no heartbeat
+//     is needed, no offset commit) from offset 0 (--from first) or the
+//     queue's max offset (--from last), counts the records of each body
+//     and moves to nextBeginOffset. Groups' stored offsets are ignored.
+//
+// Native runs raise the Go GC target to 400 (unless GOGC is set), as the
+// tool's small heap would otherwise be collected tens of times a second.
 //
 // # Measurement
 //

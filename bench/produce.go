@@ -120,14 +120,15 @@ func (c *ProduceConfig) validate() error {
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 3 * time.Second
 	}
-	return nil
+	return c.validateClient()
 }
 
 // RunProduce runs a producer benchmark until cfg.Duration has passed,
 // cfg.Messages were sent, or ctx is cancelled, printing one line per
 // interval and a summary. Per-interval lines and the human summary go to
 // stdout, or to stderr when cfg.JSON is set, in which case stdout gets only
-// the JSON summary line. Errors are printed to stderr.
+// the JSON summary line. Errors are printed to stderr. With cfg.Client
+// ClientNative the official client is not used (see the package comment).
 func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer) (*Summary, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -146,6 +147,9 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		if err != nil {
 			return nil, err
 		}
+	}
+	if cfg.Client == ClientNative {
+		return runNativeProduce(ctx, cfg, ns, stdout, stderr)
 	}
 
 	producers := make([]rocketmq.Producer, 0, cfg.Producers)

@@ -79,8 +79,11 @@ type Summary struct {
 	Kind string `json:"kind"`
 	// Mode is the send mode (sync, async, oneway) or the consumer type
 	// (push, pull).
-	Mode  string `json:"mode"`
-	Topic string `json:"topic"`
+	Mode string `json:"mode"`
+	// Client is "native" for runs of the native client; empty for the
+	// official client.
+	Client string `json:"client,omitempty"`
+	Topic  string `json:"topic"`
 	// Size is the message body size in bytes (producer only).
 	Size int `json:"size,omitempty"`
 	// Batch is the number of messages per send call (producer only).

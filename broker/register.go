@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"rocketraft/protocol"
@@ -26,17 +27,30 @@ func (b *Broker) registerLoop() {
 	defer b.wg.Done()
 	period := time.Duration(b.cfg.RegisterNameServerPeriod) * time.Millisecond
 	period = max(10*time.Second, min(period, 60*time.Second))
-	t := time.NewTicker(period)
+	// Until every name server has accepted a registration (say, the broker
+	// started before them), retry every retryDelay instead of waiting a whole
+	// period with no route for clients.
+	const retryDelay = time.Second
+	t := time.NewTimer(0)
 	defer t.Stop()
-	b.registerAll()
 	for {
 		select {
 		case <-b.stop:
 			return
 		case <-t.C:
 		case <-b.registerNow:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
-		b.registerAll()
+		if b.registerAll() {
+			t.Reset(period)
+		} else {
+			t.Reset(retryDelay)
+		}
 	}
 }
 
@@ -64,14 +78,15 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 	}
 }
 
-// registerAll registers with every name server in parallel; a failure is
-// logged and retried at the next period.
-func (b *Broker) registerAll() {
+// registerAll registers with every name server in parallel and reports
+// whether all of them accepted; failures are logged.
+func (b *Broker) registerAll() bool {
 	body := b.registrationBody()
 	h := b.identity()
 	ext := h.ToExt()
 	ext["bodyCrc32"] = strconv.FormatInt(int64(protocol.CRC32(body)), 10)
 	var wg sync.WaitGroup
+	var failed atomic.Bool
 	for _, addr := range b.cfg.NamesrvAddrs() {
 		wg.Add(1)
 		go func(addr string) {
@@ -80,10 +95,12 @@ func (b *Broker) registerAll() {
 			defer cancel()
 			resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, copyExt(ext), body))
 			if err != nil {
+				failed.Store(true)
 				b.logger.Warn("register with name server failed", "namesrv", addr, "error", err)
 				return
 			}
 			if resp.Code != remoting.Success {
+				failed.Store(true)
 				b.logger.Warn("name server refused registration", "namesrv", addr, "code", resp.Code, "remark", resp.Remark)
 				return
 			}
@@ -91,6 +108,7 @@ func (b *Broker) registerAll() {
 		}(addr)
 	}
 	wg.Wait()
+	return !failed.Load()
 }
 
 func (b *Broker) unregisterAll() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,17 +195,25 @@ func (c *Conn) writeLoop() {
 				c.closeWith(err)
 				return
 			}
-			// Drain whatever else is queued before paying for a flush.
-			for more := true; more; {
+			// Drain whatever else is queued before paying for a flush. When the
+			// queue looks empty, yield once: handlers finishing on other
+			// goroutines usually have responses moments away, and one write
+			// syscall for several responses is much cheaper than one each.
+			for yielded := false; ; {
 				select {
 				case f := <-c.out:
 					if _, err := w.Write(f); err != nil {
 						c.closeWith(err)
 						return
 					}
+					continue
 				default:
-					more = false
 				}
+				if yielded {
+					break
+				}
+				yielded = true
+				runtime.Gosched()
 			}
 			if err := w.Flush(); err != nil {
 				c.closeWith(err)

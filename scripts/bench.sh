@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Standard benchmark: one name server and one broker on loopback (data in a
 # temporary directory), 1 KiB messages, the bench client on the same machine.
-# For each flushDiskType: async produce with 256 sends in flight, sync produce
-# with 256 senders, then a pull consumer reading everything back.
+# For each flushDiskType: producers with 256 sends in flight through the
+# project's native client (the broker's capacity) and through the official Go
+# client (what applications see), then consumers reading everything back.
 # Tunables: BENCH_DURATION (default 20s), BENCH_WARMUP (5s), BENCH_MODES.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +46,14 @@ for mode in $MODES; do
 	pids+=($!)
 	wait_port "$NS_PORT"
 	wait_port "$BR_PORT"
-	sleep 1
+	for _ in $(seq 100); do ./bin/mqadmin topicRoute -n "$NS" -t TBW102 >/dev/null 2>&1 && break; sleep 0.1; done
+	run() { echo "== $mode: $1"; shift; ./bin/mqbench "$@" -n "$NS" -d "$DURATION" --warmup "$WARMUP" -q 2>&1 | grep -E '^(SUMMARY|  error)' || true; }
 	echo
-	echo "== $mode: produce async, 256 in flight"
-	./bin/mqbench produce -n "$NS" -t BenchAsync --mode async -c 256 -s 1024 -d "$DURATION" --warmup "$WARMUP" -q
-	echo "== $mode: produce sync, 256 senders"
-	./bin/mqbench produce -n "$NS" -t BenchSync --mode sync -c 256 -s 1024 -d "$DURATION" --warmup "$WARMUP" -q
-	echo "== $mode: consume (pull consumer) everything produced async"
-	./bin/mqbench consume -n "$NS" -t BenchAsync -g bench_consumer --type pull --from first --pull-batch 64 -d "$DURATION" --warmup 2s -q
+	run "produce, native client, async, 256 in flight" produce --client native -t BenchNative --mode async -c 256 -s 1024
+	run "produce, native client, sync, 256 senders" produce --client native -t BenchNativeSync --mode sync -c 256 -s 1024
+	run "produce, official Go client, async, 256 in flight" produce -t BenchOfficial --mode async -c 256 -s 1024
+	run "produce, official Go client, async batches of 16, 256 in flight" produce -t BenchOfficialBatch --mode async -c 256 -s 1024 --batch 16
+	run "consume, native client, everything produced natively" consume --client native -t BenchNative -g bench_native --from first --pull-batch 32
+	run "consume, official Go pull consumer, everything produced natively" consume -t BenchNative -g bench_official --type pull --from first --pull-batch 32
 	stop_all
 done

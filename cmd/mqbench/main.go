@@ -1,10 +1,12 @@
 // Command mqbench benchmarks a RocketMQ-compatible broker through the
-// official Go client. See package rocketraft/bench for what it measures.
+// official Go client, or with --client native through this repository's own
+// light remoting client. See package rocketraft/bench for what it measures.
 //
 // Usage:
 //
 //	mqbench produce -n 127.0.0.1:9876 -t BenchTopic --mode sync --size 1024 --concurrency 256 --duration 30s
 //	mqbench consume -n 127.0.0.1:9876 -t BenchTopic -g bench_group --duration 30s --expect 1000000
+//	mqbench produce --client native -n 127.0.0.1:9876 -t BenchTopic --mode async --concurrency 256
 package main
 
 import (
@@ -22,7 +24,8 @@ import (
 	"rocketraft/bench"
 )
 
-const usage = `mqbench: benchmark a RocketMQ-compatible broker with the official Go client.
+const usage = `mqbench: benchmark a RocketMQ-compatible broker with the official Go client
+(--client official, the default) or this repository's light client (--client native).
 
 Usage:
   mqbench produce -n <namesrv[;namesrv...]> -t <topic> [flags]
@@ -101,6 +104,8 @@ func commonFlags(fs *pflag.FlagSet, c *bench.Common) {
 	fs.IntVar(&c.MaxPrintedErrors, "print-errors", 10, "number of errors printed as they happen (all are counted)")
 	fs.StringVar(&c.ClientLogLevel, "client-log-level", "error", "rocketmq client log level: debug, info, warn, error, fatal or off")
 	fs.StringVar(&c.ClientLogFile, "client-log-file", "", "write the client's log to this file instead of stderr")
+	fs.StringVar(&c.Client, "client", bench.ClientOfficial, "client: official (rocketmq-client-go) or native (this repo's remoting client, cheap on CPU)")
+	fs.IntVar(&c.Connections, "connections", 2, "native client: connections to each broker that requests are spread over")
 }
 
 func parse(fs *pflag.FlagSet, args []string, stderr io.Writer, synopsis string) error {

@@ -1,0 +1,290 @@
+package bench
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"rocketraft/message"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// resolvePublishQueues finds where to send: the topic's own route or, while
+// the topic has none, TBW102's (capped at defaultTopicQueueNums queues per
+// broker, the queues a broker creates the topic with). It retries until wait
+// has passed. viaDefault tells that the topic is to be auto-created.
+func resolvePublishQueues(ctx context.Context, cl *remoting.Client, ns []string, topic string, wait time.Duration, stderr io.Writer) (qs []nativeQueue, viaDefault bool, err error) {
+	deadline := time.Now().Add(wait)
+	for attempt := 0; ; attempt++ {
+		var rd *protocol.TopicRouteData
+		rd, err = fetchRoute(ctx, cl, ns, topic)
+		if err == nil {
+			if qs = publishQueues(rd, 0); len(qs) > 0 {
+				return qs, false, nil
+			}
+			err = fmt.Errorf("the route of %s has no writable queue on a master", topic)
+		} else if errors.Is(err, errNoRoute) {
+			rd, err = fetchRoute(ctx, cl, ns, defaultTopic)
+			if err == nil {
+				if qs = publishQueues(rd, defaultTopicQueueNums); len(qs) > 0 {
+					return qs, true, nil
+				}
+				err = fmt.Errorf("neither %s nor %s has a writable queue on a master", topic, defaultTopic)
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, false, err
+		}
+		if attempt == 0 {
+			fmt.Fprintf(stderr, "topic %s has no usable route yet, retrying for up to %s: %v\n", topic, wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// nativeSender builds the send requests of one sending goroutine.
+type nativeSender struct {
+	cfg       *ProduceConfig
+	body      []byte
+	ids       *uniqIDs
+	seq       uint64 // next id number: goroutine number in the high bits
+	props     []byte // reused buffer for a message's properties
+	static    string // properties common to every message (TAGS, WAIT)
+	batchHead string // header properties of a batch request
+	single    map[string]string
+	batch     map[string]string
+	entries   []message.BatchEntry
+}
+
+// nextProps returns the properties of one message: the common ones plus a
+// fresh UNIQ_KEY.
+func (s *nativeSender) nextProps() string {
+	s.props = append(s.props[:0], s.static...)
+	s.props = append(s.props, message.PropertyUniqClientMessageID...)
+	s.props = append(s.props, message.NameValueSeparator)
+	s.props = s.ids.appendID(s.props, s.seq)
+	s.props = append(s.props, message.PropertySeparator)
+	s.seq++
+	return string(s.props)
+}
+
+// sendTemplates returns the V2 send headers (protocol doc §2.4, letters
+// a..m) of single and batch sends with everything but the queue id (e),
+// born timestamp (g) and properties (i) filled in.
+func sendTemplates(cfg *ProduceConfig) (single, batch map[string]string) {
+	h := protocol.SendMessageRequestHeader{
+		ProducerGroup: cfg.Group,
+		Topic:         cfg.Topic,
+		// c and d always, as the official clients send them: they only
+		// matter when the broker does not know the topic yet.
+		DefaultTopic:          defaultTopic,
+		DefaultTopicQueueNums: defaultTopicQueueNums,
+		Properties:            "-", // a slot for i, so that setting it does not grow a clone
+	}
+	single = h.ToExtV2()
+	h.Batch = true
+	batch = h.ToExtV2()
+	return single, batch
+}
+
+// request builds a SEND_MESSAGE_V2 request of one message, or a
+// SEND_BATCH_MESSAGE request when the run batches, for queue q. The header
+// is a copy of a template (cloning a small map costs less than building it
+// key by key) with the per-request fields set.
+func (s *nativeSender) request(q nativeQueue, n int) (*remoting.Command, error) {
+	code, body := remoting.SendMessageV2, s.body
+	var ext map[string]string
+	if s.cfg.Batch == 1 {
+		ext = maps.Clone(s.single)
+		ext["i"] = s.nextProps()
+	} else {
+		s.entries = s.entries[:0]
+		for range n {
+			s.entries = append(s.entries, message.BatchEntry{Body: s.body, Properties: s.nextProps()})
+		}
+		var err error
+		if body, err = message.EncodeBatch(s.entries); err != nil {
+			return nil, err
+		}
+		code = remoting.SendBatchMessage
+		ext = maps.Clone(s.batch)
+		ext["i"] = s.batchHead
+	}
+	ext["e"] = q.idStr
+	ext["g"] = strconv.FormatInt(time.Now().UnixMilli(), 10)
+	return remoting.NewRequest(code, ext, body), nil
+}
+
+// runNativeProduce is RunProduce with the native client: Concurrency
+// goroutines, spread over Connections remoting clients, each loop on
+// Invoke; see RunProduce for output and stop conditions.
+//
+// Sync and async mode run the same code. The remoting client pipelines
+// every Invoke over one connection per broker, so Concurrency goroutines
+// blocked in Invoke are Concurrency requests in flight, which is what async
+// mode asks for; a semaphore plus one goroutine per request would give the
+// same pipeline but add a goroutine start and two channel operations per
+// request, i.e. more CPU in the tool for no difference on the wire.
+func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdout, stderr io.Writer) (*Summary, error) {
+	defer lessGC()()
+	cls := newRemotingClients(cfg.Connections)
+	defer closeRemotingClients(cls)
+	wait := nativeRouteWait
+	if cfg.Duration > 0 {
+		wait = min(wait, cfg.Duration)
+	}
+	qs, viaDefault, err := resolvePublishQueues(ctx, cls[0], ns, cfg.Topic, wait, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("route: %w", err)
+	}
+
+	body := make([]byte, cfg.Size)
+	_, _ = crand.Read(body) // incompressible payload
+	common := map[string]string{message.PropertyWaitStoreMsgOK: "true"}
+	if cfg.Tag != "" {
+		common[message.PropertyTags] = cfg.Tag
+	}
+	static := message.FormatProperties(common)
+	batchHead := message.FormatProperties(map[string]string{message.PropertyWaitStoreMsgOK: "true"})
+	ids := newUniqIDs()
+	single, batch := sendTemplates(&cfg)
+
+	lines, summaryOut := stdout, stdout
+	if cfg.JSON {
+		lines = stderr
+	}
+	if cfg.Quiet {
+		lines = nil
+	}
+	rec := NewRecorder()
+	elog := newErrorLog(stderr, cfg.MaxPrintedErrors)
+	rep := newReporter(rec, lines, "lat", cfg.Interval, cfg.Warmup, false)
+	route := cfg.Topic
+	if viaDefault {
+		route = defaultTopic + " (auto-create)"
+	}
+	fmt.Fprintf(stderr, "mqbench produce: client=native topic=%s mode=%s size=%d batch=%d concurrency=%d connections=%d queues=%d route=%s namesrv=%v\n",
+		cfg.Topic, cfg.Mode, cfg.Size, cfg.Batch, cfg.Concurrency, len(cls), len(qs), route, ns)
+
+	var (
+		stopped atomic.Bool
+		wg      sync.WaitGroup
+		budget  = sendBudget{limit: cfg.Messages}
+	)
+	fail := func(err error) {
+		rec.RecordError()
+		elog.Add(err)
+	}
+	finished := make(chan struct{})
+	repDone := make(chan struct{})
+	go func() { rep.run(finished); close(repDone) }()
+
+	oneway := cfg.Mode == ModeOneway
+	for g := 0; g < cfg.Concurrency; g++ {
+		cl := cls[g%len(cls)]
+		s := &nativeSender{cfg: &cfg, body: body, ids: ids, seq: uint64(g) << 40, static: static, batchHead: batchHead,
+			single: single, batch: batch}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qi := g % len(qs)
+			for !stopped.Load() {
+				n := budget.take(cfg.Batch)
+				if n == 0 {
+					return
+				}
+				q := qs[qi]
+				if qi++; qi == len(qs) {
+					qi = 0
+				}
+				req, err := s.request(q, n)
+				if err != nil {
+					fail(err)
+					time.Sleep(errorBackoff)
+					continue
+				}
+				t0 := time.Now()
+				if oneway {
+					err = cl.InvokeOneway(context.Background(), q.addr, req)
+					if err != nil {
+						fail(err)
+						time.Sleep(errorBackoff)
+						continue
+					}
+					rec.RecordOp(time.Since(t0), n, n*cfg.Size)
+					continue
+				}
+				rctx, cancel := context.WithTimeout(context.Background(), cfg.SendTimeout)
+				resp, err := cl.Invoke(rctx, q.addr, req)
+				cancel()
+				lat := time.Since(t0)
+				switch {
+				case err != nil:
+				case resp.Code == remoting.Success:
+					rec.RecordOp(lat, n, n*cfg.Size)
+					continue
+				case resp.Code == remoting.FlushDiskTimeout || resp.Code == remoting.FlushSlaveTimeout || resp.Code == remoting.SlaveNotAvailable:
+					// Stored, but not as durably as asked: the official
+					// client reports such a send as a non-OK status.
+					err = fmt.Errorf("send status %s (code %d)", responseCodeName(resp.Code), resp.Code)
+				default:
+					err = fmt.Errorf("send failed: %s (code %d) from %s: %s", responseCodeName(resp.Code), resp.Code, q.broker, resp.Remark)
+				}
+				fail(err)
+				time.Sleep(errorBackoff)
+			}
+		}()
+	}
+
+	workersDone := make(chan struct{})
+	go func() { wg.Wait(); close(workersDone) }()
+	var deadline <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-deadline:
+	case <-workersDone:
+	}
+	stopped.Store(true)
+	// In-flight requests end within SendTimeout.
+	grace := cfg.SendTimeout + 2*time.Second
+	graceTimer := time.NewTimer(grace)
+	defer graceTimer.Stop()
+	select {
+	case <-workersDone:
+	case <-graceTimer.C:
+		fmt.Fprintf(stderr, "warning: senders did not stop within %s\n", grace)
+	}
+	close(finished)
+	<-repDone
+	if oneway {
+		// Let the broker read what is still queued or in the socket.
+		time.Sleep(onewayLinger)
+	}
+
+	sum := &Summary{
+		Kind: "produce", Mode: cfg.Mode, Client: ClientNative, Topic: cfg.Topic,
+		Size: cfg.Size, Batch: cfg.Batch, Concurrency: cfg.Concurrency,
+		Latency: "send",
+	}
+	rep.win.summary(sum)
+	sum.TopErrors = elog.Top(5)
+	printSummary(sum, cfg.JSON, summaryOut, stderr)
+	return sum, nil
+}
