@@ -75,6 +75,16 @@ type Config struct {
 	OnDispatch func(topic string, queueID int32, queueOffset int64, tagsCode int64) `key:"-"`
 	// Now is the clock for store timestamps, index file names and retention (default time.Now).
 	Now func() time.Time `key:"-"`
+
+	// Truncate makes Open cut the commitlog back to TruncateTo after crash recovery, together
+	// with the consume-queue units and index entries of the records it removes (the Raft
+	// state machine uses it to drop records written after its last applied-index marker, so
+	// Raft's replay writes them again). TruncateTo must be a record boundary at or after the
+	// commitlog min offset and at or before the end of valid data, else Open fails with
+	// ErrTruncateBeyondEnd (the log is shorter than TruncateTo) or ErrTruncateInvalid.
+	Truncate bool `key:"-"`
+	// TruncateTo is the commitlog offset Open truncates to when Truncate is set.
+	TruncateTo int64 `key:"-"`
 }
 
 // DefaultConfig returns RocketMQ's defaults rooted at root.

@@ -83,6 +83,17 @@
 // flushIntervalConsumeQueue and then writes the checkpoint. Crash recovery (recovery.go)
 // rebuilds whatever the checkpoint does not vouch for from the commitlog.
 //
+// # Truncation and snapshots (Raft state machine support)
+//
+// Config.Truncate makes Open cut the commitlog back to Config.TruncateTo (a record boundary)
+// after crash recovery, removing the consume-queue units and index entries of the records it
+// drops, so that a replayed Raft log writes them again identically; a log shorter than
+// TruncateTo is ErrTruncateBeyondEnd. Manifest lists, under the append lock and without reading
+// data, the commitlog and consume-queue segments (and how many bytes of each) that make up the
+// store at that moment; CopyFile streams one while appends go on. An Installer writes such
+// files into an empty directory with a checkpoint vouching for the shipped consume queues and
+// an abort marker, so that Open keeps the queues and rebuilds the index from the commitlog.
+//
 // # Lock ordering
 //
 //	Store.clFlushMu -> Store.logicsMu -> Store.mu (append) -> Store.qmu (queue map)

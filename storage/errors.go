@@ -19,4 +19,9 @@ var (
 	ErrIO = errors.New("storage I/O error")
 	// ErrOffsetMismatch: AppendRaw was given an offset other than the commitlog end.
 	ErrOffsetMismatch = errors.New("commitlog offset mismatch")
+	// ErrTruncateBeyondEnd: Open was asked (Config.Truncate) to truncate the commitlog to an
+	// offset past the end of its valid data: bytes the caller counts on were lost.
+	ErrTruncateBeyondEnd = errors.New("commitlog ends before the truncation point")
+	// ErrTruncateInvalid: Config.TruncateTo is not a record boundary within the commitlog.
+	ErrTruncateInvalid = errors.New("invalid commitlog truncation point")
 )

@@ -15,7 +15,8 @@ import (
 //     checkpoint was written): magic, TOTALSIZE, field lengths, body CRC and PHYSICALOFFSET
 //     must all check, blank markers must reach the end of their file.
 //  2. Truncate the torn tail: zero from the end to the end of its segment, remove later
-//     segments.
+//     segments. With Config.Truncate the end is moved back to TruncateTo first (which must be
+//     a record boundary not past the valid end), and the cut is handled as after a crash.
 //  3. Repair each consume queue: keep the prefix of units that are valid and point before X
 //     (durable by the checkpoint), zero the rest.
 //  4. After a crash (abort file present), drop the index files that were active at the
@@ -33,6 +34,12 @@ func (s *Store) recover(abnormal bool) error {
 		// No commitlog: nothing to index. Start where the checkpoint says data ended, aligned
 		// to a segment so the next append creates a well-named file.
 		pos := cp.dispatchedOffset - cp.dispatchedOffset%s.cl.size
+		if s.cfg.Truncate && s.cfg.TruncateTo != pos {
+			if s.cfg.TruncateTo > pos {
+				return fmt.Errorf("truncate to %d: empty commitlog ends at %d: %w", s.cfg.TruncateTo, pos, ErrTruncateBeyondEnd)
+			}
+			return fmt.Errorf("truncate to %d: empty commitlog starts at %d: %w", s.cfg.TruncateTo, pos, ErrTruncateInvalid)
+		}
 		s.cl.writePos.Store(pos)
 		s.cl.flushed.Store(pos)
 		for _, q := range s.allQueues() {
@@ -46,15 +53,42 @@ func (s *Store) recover(abnormal bool) error {
 	if walkFrom > last.start {
 		walkFrom = last.start
 	}
+	cut := s.cfg.Truncate
+	if cut {
+		t := s.cfg.TruncateTo
+		if t < first.start {
+			return fmt.Errorf("truncate to %d: commitlog starts at %d: %w", t, first.start, ErrTruncateInvalid)
+		}
+		walkFrom = min(walkFrom, t-t%s.cl.size)
+	}
 
 	// 1-2: the end of valid data, and the torn tail.
-	end, err := s.cl.walk(walkFrom, nil)
+	boundary := false // TruncateTo is a record start
+	end, err := s.cl.walk(walkFrom, func(phys int64, _ message.View) error {
+		boundary = boundary || phys == s.cfg.TruncateTo
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("walk commitlog: %w", err)
 	}
 	if end < x {
 		s.log.Warn("commitlog ends before the checkpoint", "end", end, "checkpoint", x)
 		x = end
+	}
+	if cut {
+		t := s.cfg.TruncateTo
+		switch {
+		case t > end:
+			return fmt.Errorf("truncate to %d: valid commitlog data ends at %d: %w", t, end, ErrTruncateBeyondEnd)
+		case t == end:
+			cut = false
+		case !boundary && t != walkFrom:
+			return fmt.Errorf("truncate to %d: not a record boundary: %w", t, ErrTruncateInvalid)
+		default:
+			s.log.Warn("truncating commitlog", "from", end, "to", t)
+			end, x = t, min(x, t)
+			abnormal = true // scrub the cut bytes and rebuild the index past it
+		}
 	}
 	if err := s.cl.segs.removeFrom(end, abnormal); err != nil {
 		return fmt.Errorf("truncate commitlog at %d: %w", end, err)
@@ -83,10 +117,17 @@ func (s *Store) recover(abnormal bool) error {
 		if cp.dispatchedOffset == 0 && cp.indexFileID == 0 {
 			idxFrom = first.start
 		}
-		from = idxFrom
 		err := s.idx.removeIf(func(f *indexFile, _ bool) bool {
-			return cp.indexFileID == 0 || f.id >= cp.indexFileID
+			drop := cp.indexFileID == 0 || f.id >= cp.indexFileID
+			if cut && f.indexCount() > 1 && f.endPhyOffset() >= end {
+				// entries of truncated records, possibly in a file older than the
+				// checkpoint's; it is rebuilt from its first entry
+				drop = true
+				idxFrom = max(min(idxFrom, f.beginPhyOffset()), first.start)
+			}
+			return drop
 		})
+		from = idxFrom
 		if err != nil {
 			return err
 		}

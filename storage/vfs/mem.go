@@ -300,7 +300,8 @@ func (m *MemFS) Remove(name string) error {
 	return nil
 }
 
-// Rename implements FS (files only).
+// Rename implements FS. A directory is moved with everything below it; newName must not
+// exist then (as with rename(2) onto a non-empty directory).
 func (m *MemFS) Rename(oldName, newName string) error {
 	oldName, newName = clean(oldName), clean(newName)
 	m.mu.Lock()
@@ -308,15 +309,46 @@ func (m *MemFS) Rename(oldName, newName string) error {
 	if err := m.fault(OpRename, oldName); err != nil {
 		return err
 	}
+	if err := m.checkParent(newName); err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	if m.dirs[oldName] {
+		return m.renameDir(oldName, newName)
+	}
 	f, ok := m.files[oldName]
 	if !ok {
 		return fmt.Errorf("rename %s: %w", oldName, fs.ErrNotExist)
 	}
-	if err := m.checkParent(newName); err != nil {
-		return fmt.Errorf("rename: %w", err)
-	}
 	delete(m.files, oldName)
 	m.files[newName] = f
+	return nil
+}
+
+// renameDir moves directory oldName and its contents to newName; m.mu is held.
+func (m *MemFS) renameDir(oldName, newName string) error {
+	if _, ok := m.files[newName]; ok || m.dirs[newName] {
+		return fmt.Errorf("rename %s: %s exists", oldName, newName)
+	}
+	if strings.HasPrefix(newName+"/", oldName+"/") {
+		return fmt.Errorf("rename %s into itself", oldName)
+	}
+	prefix := oldName + "/"
+	for p, f := range m.files {
+		if strings.HasPrefix(p, prefix) {
+			delete(m.files, p)
+			m.files[newName+"/"+p[len(prefix):]] = f
+		}
+	}
+	var dirs []string
+	for d := range m.dirs {
+		if d == oldName || strings.HasPrefix(d, prefix) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		delete(m.dirs, d)
+		m.dirs[newName+d[len(oldName):]] = true
+	}
 	return nil
 }
 

@@ -30,7 +30,8 @@ type FS interface {
 	Stat(name string) (FileInfo, error)
 	// Remove deletes a file, or a directory with everything below it. Missing is not an error.
 	Remove(name string) error
-	// Rename atomically replaces newName with oldName.
+	// Rename atomically replaces the file newName with oldName, or moves the directory oldName
+	// (with its contents) to newName, which must not exist.
 	Rename(oldName, newName string) error
 	// MkdirAll creates dir and its parents.
 	MkdirAll(dir string) error

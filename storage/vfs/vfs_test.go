@@ -141,3 +141,34 @@ func TestMemFSFaults(t *testing.T) {
 		t.Fatalf("calls %d", m.Calls(OpSync))
 	}
 }
+
+func TestMemFSRenameDir(t *testing.T) {
+	m := NewMemFS()
+	if err := m.MkdirAll("/a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile("/a/b/c/f", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WriteFile("/a/b/g", []byte("y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Rename("/a/b", "/a/z"); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := m.ReadFile("/a/z/c/f"); err != nil || string(b) != "x" {
+		t.Fatalf("%q %v", b, err)
+	}
+	if names, _ := m.ReadDir("/a"); len(names) != 1 || names[0] != "z" {
+		t.Fatalf("%v", names)
+	}
+	if _, err := m.Stat("/a/b/g"); err == nil {
+		t.Fatal("old path still there")
+	}
+	if err := m.MkdirAll("/a/q"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Rename("/a/z", "/a/q"); err == nil {
+		t.Fatal("renamed onto an existing directory")
+	}
+}

@@ -1,0 +1,149 @@
+// Package fsm is the Raft state machine of a DLedger-mode broker group: the raft.FSM that
+// applies committed entries to the local store (package storage) and to the broker's metadata
+// tables, so that every replica's commitlog is byte-identical and every entry takes effect
+// exactly once per node, across crashes, restarts and replays.
+//
+// # Entry envelope
+//
+// Every Raft entry's Data starts with a kind byte; an entry of unknown kind, or whose payload
+// does not decode, makes Apply panic: a state machine that skipped it would silently diverge.
+//
+// KindMessages (1): several appends (one per send; a batch send's records stay one append, so
+// they stay contiguous), integers big-endian:
+//
+//	offset  size  field
+//	0       1     kind = 1
+//	1       4     A: number of appends (>= 1)
+//	5       ...   A times: 4-byte record count R (>= 1), then R times a 4-byte record length
+//	              L (>= 1) and L bytes of record (message.EncodeRecord layout, store timestamp
+//	              and hosts stamped by the leader; queue and physical offsets are assigned
+//	              at apply time)
+//	end-4   4     CRC-32C (Castagnoli) of every byte before it
+//
+// KindMetadata (2): one operation as JSON (MetaOp), e.g.
+//
+//	offset  size  field
+//	0       1     kind = 2
+//	1       ...   {"op":"commitOffsets","now":1700000000000,"offsets":[{"group":"g","topic":"T","queueId":0,"offset":42}]}
+//
+// Ops: putTopic {topic}, deleteTopic {name}, putGroup {group}, deleteGroup {name},
+// commitOffsets {offsets}. "now" is the leader's clock at proposal time; it is the only time an
+// op may use. Unknown members are rejected, so an entry from a newer version is not half applied.
+//
+// # Determinism
+//
+// The bytes Apply writes depend only on the entry and the store's prior state: Store.Append
+// assigns queue offsets (per topic/queue) and physical offsets from the store's state, in log
+// order, and keeps the record's STORETIMESTAMP (Apply refuses a record whose timestamp is 0,
+// identically on every replica, rather than let the store stamp local time). No clock, no map
+// iteration, no randomness. Outcomes that every replica reaches identically (a malformed
+// record: storage.ErrMessageIllegal) are returned per append in AppendOutcome; outcomes that
+// could differ between replicas are never returned: a full disk blocks Apply until space is
+// freed, an I/O error panics. Replicas must share mappedFileSizeCommitLog,
+// mapedFileSizeConsumeQueue and maxMessageSize, which decide file rolls and validity.
+//
+// # Exactly once across crashes: the applied marker
+//
+// Raft (hashicorp/raft) re-applies every entry after its last snapshot when a node restarts,
+// and a kill -9 can leave the memory-mapped commitlog ahead of anything the FSM recorded. After
+// each entry that changes the store, the FSM writes a small marker into a mapped file in the
+// store root, raftapplied (4 KiB; two 64-byte slots written alternately, the valid slot with
+// the higher sequence wins, so a torn write leaves the previous one):
+//
+//	offset  size  field
+//	0       4     magic 0x52524D4B ("RRMK")
+//	4       2     version = 1
+//	6       2     zero
+//	8       8     sequence number of this write
+//	16      8     applied index: Raft index of the last entry whose effects are in the store
+//	24      8     its term
+//	32      8     commitlog end offset right after that entry
+//	40      8     Raft index of the last metadata entry applied (diagnostics)
+//	48      12    zero
+//	60      4     CRC-32C of bytes 0..59
+//
+// The marker is not synced per entry (the Raft log is the durable copy of every entry). New
+// opens the store with storage.Config.Truncate set to the marker's end offset: recovery cuts
+// the commitlog back to it, with the consume-queue units and index entries of the records it
+// removes, and Apply skips message entries whose index is at or below the marker's. Entries
+// after the marker are therefore applied again by Raft's replay onto exactly the state they
+// were first applied to, and write the same bytes.
+//
+// After a kill -9 every write survives in the page cache, so the commitlog is at or ahead of
+// the marker. After a power loss either may have lost unsynced pages: if the commitlog still
+// reaches the marker's end, truncation works as above; if it is shorter than the marker says
+// (storage.ErrTruncateBeyondEnd), the node cannot know which entries its store holds and New
+// fails with ErrStoreBehindMarker, whose message says to rebuild the node from a snapshot
+// (delete the store root and restart: Raft restores its latest snapshot and replays).
+//
+// The one store change a truncation cannot undo is a topic deletion (its consume queues are
+// removed; later records of the topic restart at queue offset 0). Before deleting, Apply
+// flushes the commitlog and syncs the marker, and syncs it again after, so the marker never
+// falls back before a deletion.
+//
+// # Metadata exactly once
+//
+// The metadata tables are rebuilt, not trusted: New resets them (MetaApplier.RestoreMeta(nil)),
+// Raft's start-up Restore gives them the latest snapshot's state, and Raft's replay applies
+// every metadata entry after it once. The FSM keeps "metaThrough", the index up to which the
+// tables hold every metadata entry; a metadata entry is applied to the tables iff its index is
+// above it, and to the store (topic deletion) iff above the marker. This needs Raft to restore
+// its snapshot at start: raft.Config.NoSnapshotRestoreOnStart must stay false. That restore is
+// cheap: when the snapshot is not ahead of the local store, Restore reads only the header and
+// the metadata files and keeps the store.
+//
+// # Snapshots
+//
+// Snapshot runs under the FSM lock and reads no file data: it records the applied index and
+// term, the commitlog range, the list of commitlog and consume-queue segments with how many
+// bytes of each to ship (storage.Store.Manifest), and the metadata tables' files from
+// MetaApplier.SnapshotMeta. Persist streams those files while Apply goes on (appends only write
+// past the recorded ends), a 1 MiB chunk at a time under the segment lock, never holding the
+// store in memory; it logs progress every 256 MiB. Consume queues are shipped, not rebuilt:
+// they carry state the commitlog alone cannot give back (a deleted topic's restarted queue, a
+// queue whose front retention removed), and that state decides the next queue offsets. Index
+// files are not shipped; the restored store rebuilds them from the commitlog.
+//
+// Stream (integers big-endian):
+//
+//	header (64 bytes)
+//	offset  size  field
+//	0       4     magic 0x52525350 ("RRSP")
+//	4       2     version = 1
+//	6       2     zero
+//	8       8     applied index of the store
+//	16      8     its term
+//	24      8     commitlog min offset
+//	32      8     commitlog end offset
+//	40      8     metaThrough
+//	48      4     M: metadata files
+//	52      4     S: store files
+//	56      4     zero
+//	60      4     CRC-32C of bytes 0..59
+//
+//	then M metadata frames, then S store frames, each:
+//	1       kind (1 metadata, 2 store file)
+//	2       name length n (1..4096)
+//	n       name: a MetaFile name, or a store path ("commitlog/<20 digits>",
+//	        "consumequeue/<topic>/<queueId>/<20 digits>")
+//	8       file size (a store file's mapped size; must equal this node's configuration)
+//	8       data length L (the file's leading bytes that hold data; the rest is zeros)
+//	L       data
+//	4       CRC-32C of the data
+//
+// Restore: if the snapshot is not ahead of the local store (applied index and commitlog end
+// at or below the marker's), only the metadata is restored. Otherwise the files are written
+// (storage.Installer) into <DataDir>/<root name>.restore with a checkpoint that vouches for the
+// shipped consume queues, a marker at the snapshot's index and, last, a "restore-complete"
+// file. Then the store is closed, the root renamed to <root name>.replaced, the staging
+// directory renamed to the root, the old root removed and the store reopened (recovery rebuilds
+// the index). A crash between the two renames is finished by New (root missing, staging
+// complete); a crash before leaves the old store and discards the staging directory. Errors
+// before the swap leave the current store as it was.
+//
+// # Locking
+//
+// FSM.mu (Apply, Snapshot, Restore, Close) -> storage's own locks. Store reads an atomic
+// pointer and takes no lock. Persist takes no FSM lock; it reads through the store's segment locks and fails cleanly if a file it
+// streams is removed (retention, a restore, a topic deletion).
+package fsm

@@ -1,0 +1,426 @@
+package fsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"rocketraft/message"
+	"rocketraft/storage"
+	"rocketraft/storage/vfs"
+)
+
+// Sentinel errors.
+var (
+	// ErrStoreBehindMarker: the commitlog is shorter than the applied marker says; the node
+	// must be rebuilt from a snapshot (see the package doc).
+	ErrStoreBehindMarker = errors.New("fsm: commitlog is behind the applied-index marker")
+	// ErrNoMarker: the store holds data but no applied-index marker, so it was not written by
+	// this state machine (or the marker was destroyed).
+	ErrNoMarker = errors.New("fsm: store has data but no applied-index marker")
+	// ErrClosed: the FSM has been closed.
+	ErrClosed = errors.New("fsm: closed")
+)
+
+// MetaApplier is the broker's metadata tables (topic configs, subscription groups, consumer
+// offsets), as the state machine drives them. The broker implements it with broker/meta's
+// deterministic ...At methods. Apply, Snapshot and Restore call it one at a time.
+type MetaApplier interface {
+	// ApplyMeta applies one operation to the in-memory tables. It must be deterministic: use
+	// op.Now for every recorded time, never the clock, and leave the same state on every
+	// replica whatever it returns. A returned error is the operation's outcome, reported to the
+	// proposer (an invalid argument, say); failing to save a table file is not an error here,
+	// since the Raft log, not the file, is the source of truth.
+	ApplyMeta(op *MetaOp) error
+	// SnapshotMeta returns the current tables as files (the config/*.json contents), called
+	// under the FSM lock when Raft takes a snapshot. It should be quick (serialize only). The
+	// FSM keeps the slices until the snapshot is persisted: they must not change afterwards.
+	SnapshotMeta() ([]MetaFile, error)
+	// RestoreMeta replaces every table with the contents of files from SnapshotMeta; nil files
+	// mean empty tables. It is called by New (nil) and by Restore.
+	RestoreMeta(files []MetaFile) error
+}
+
+// MetaFile is one metadata table file, named as in the store's config/ directory
+// ("topics.json", "subscriptionGroup.json", "consumerOffset.json").
+type MetaFile struct {
+	Name string
+	Data []byte
+}
+
+// ApplyResult is what Apply returns (as *ApplyResult) for a KindMessages entry: one outcome per
+// append, in order.
+type ApplyResult struct {
+	Appends []AppendOutcome
+}
+
+// AppendOutcome is the result of one append of a KindMessages entry. Err is set only for a
+// failure every replica meets identically (storage.ErrMessageIllegal: a malformed record, a
+// record without store timestamp, a batch too big for one commitlog file); then nothing of that
+// append was stored. Failures that could differ between replicas never surface here: Apply
+// retries (disk full) or panics (I/O errors).
+type AppendOutcome struct {
+	Results []storage.AppendResult
+	Err     error
+}
+
+// MetaResult is what Apply returns (as *MetaResult) for a KindMetadata entry: the MetaApplier's
+// outcome.
+type MetaResult struct {
+	Err error
+}
+
+// Config configures an FSM.
+type Config struct {
+	// Store is the store's configuration. The FSM opens the store itself (and reopens it after
+	// Restore): Store.StorePathCommitLog must be empty or <root>/commitlog, and FlushDiskType is
+	// forced to ASYNC_FLUSH (durability comes from the Raft log). Every replica must use the
+	// same mappedFileSizeCommitLog, mapedFileSizeConsumeQueue and maxMessageSize.
+	Store storage.Config
+	// DataDir holds the FSM's scratch directories (a snapshot being restored, the store it
+	// replaces). It must be on the store root's file system; default: the root's parent.
+	DataDir string
+	// Logger receives the FSM's logs (default: null).
+	Logger hclog.Logger
+	// Meta applies metadata entries; nil: metadata entries are decoded, checked and ignored.
+	Meta MetaApplier
+}
+
+// FSM is the Raft state machine: it applies committed entries to the store and the metadata
+// tables, exactly once per node across crashes and replays. See the package doc.
+type FSM struct {
+	cfg      Config
+	scfg     storage.Config
+	log      hclog.Logger
+	fs       vfs.FS
+	root     string
+	staging  string // a snapshot being installed
+	replaced string // the store a restore replaced, until removed
+
+	// mu is held by Apply, Snapshot, Restore and Close.
+	mu    sync.Mutex
+	store *storage.Store
+	mk    *marker
+	cur   applied // the store's state, as in the marker
+	// metaThrough: the metadata tables hold every metadata entry with index <= metaThrough and
+	// none after it.
+	metaThrough uint64
+	closed      bool
+	stop        chan struct{}
+
+	appliedIdx atomic.Uint64
+	current    atomic.Pointer[storage.Store] // f.store, for Store without the lock
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+const completeName = "restore-complete"
+
+// New opens the store of cfg.Store, finishing a restore a crash interrupted, reads the applied
+// marker and truncates the commitlog back to it (Raft's replay writes the rest again), and
+// resets the metadata tables to empty (Raft's start-up Restore and replay rebuild them).
+func New(cfg Config) (*FSM, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	sc := cfg.Store
+	if sc.StorePathRootDir == "" {
+		return nil, fmt.Errorf("fsm: storePathRootDir is empty")
+	}
+	root := filepath.Clean(sc.StorePathRootDir)
+	if sc.StorePathCommitLog != "" && filepath.Clean(sc.StorePathCommitLog) != filepath.Join(root, "commitlog") {
+		return nil, fmt.Errorf("fsm: storePathCommitLog %q: must be empty or under storePathRootDir in DLedger mode (a restore swaps the root as a whole)", sc.StorePathCommitLog)
+	}
+	sc.StorePathRootDir, sc.StorePathCommitLog = root, ""
+	sc.FlushDiskType = storage.AsyncFlush
+	sc.Truncate, sc.TruncateTo = false, 0
+	if sc.FS == nil {
+		sc.FS = vfs.OS{}
+	}
+	if sc.Logger == nil {
+		sc.Logger = cfg.Logger
+	}
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Dir(root)
+	}
+	base := filepath.Base(root)
+	f := &FSM{
+		cfg: cfg, scfg: sc, log: cfg.Logger.Named("fsm"), fs: sc.FS, root: root,
+		staging:  filepath.Join(dataDir, base+".restore"),
+		replaced: filepath.Join(dataDir, base+".replaced"),
+		stop:     make(chan struct{}),
+	}
+	if err := f.fs.MkdirAll(dataDir); err != nil {
+		return nil, fmt.Errorf("fsm: %w", err)
+	}
+	if err := f.finishSwap(); err != nil {
+		return nil, err
+	}
+	if err := f.open(); err != nil {
+		return nil, err
+	}
+	if cfg.Meta != nil {
+		if err := cfg.Meta.RestoreMeta(nil); err != nil {
+			f.closeStore()
+			return nil, fmt.Errorf("fsm: reset metadata: %w", err)
+		}
+	}
+	f.log.Info("state machine open", "appliedIndex", f.cur.Index, "term", f.cur.Term, "commitLogEnd", f.cur.End)
+	return f, nil
+}
+
+// finishSwap completes or discards a restore a crash interrupted: if the root is missing, the
+// crash came between the two renames and the staged store (complete, or the root would not
+// have been moved) becomes the root. Leftovers are removed.
+func (f *FSM) finishSwap() error {
+	_, rootErr := f.fs.Stat(f.root)
+	_, doneErr := f.fs.Stat(filepath.Join(f.staging, completeName))
+	if errors.Is(rootErr, fs.ErrNotExist) && doneErr == nil {
+		f.log.Warn("finishing an interrupted snapshot restore", "from", f.staging)
+		if err := f.fs.Rename(f.staging, f.root); err != nil {
+			return fmt.Errorf("fsm: finish restore: %w", err)
+		}
+	}
+	for _, p := range []string{f.staging, filepath.Join(f.root, completeName), f.replaced} {
+		if err := f.removeIfExists(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeIfExists removes a file or directory tree if it is there.
+func (f *FSM) removeIfExists(p string) error {
+	if _, err := f.fs.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := f.fs.Remove(p); err != nil {
+		return fmt.Errorf("fsm: remove %s: %w", p, err)
+	}
+	return nil
+}
+
+// open opens the marker and the store, truncated to the marker's end.
+func (f *FSM) open() error {
+	if err := f.fs.MkdirAll(f.root); err != nil {
+		return fmt.Errorf("fsm: %w", err)
+	}
+	mk, a, found, err := openMarker(f.fs, f.root)
+	if err != nil {
+		return err
+	}
+	cfg := f.scfg
+	if found {
+		cfg.Truncate, cfg.TruncateTo = true, a.End
+	}
+	st, err := storage.Open(cfg)
+	if err != nil {
+		mk.close()
+		if errors.Is(err, storage.ErrTruncateBeyondEnd) {
+			return fmt.Errorf("%w: entry %d left the commitlog at offset %d, but %w. Commitlog pages that were never synced were lost (power failure?), so this node cannot tell which entries its store holds. Rebuild it from a snapshot: stop the node, remove %s, and start it again (Raft restores its latest snapshot, or the leader sends one, and replays the log)",
+				ErrStoreBehindMarker, a.Index, a.End, err, f.root)
+		}
+		return fmt.Errorf("fsm: %w", err)
+	}
+	if !found {
+		if end := st.CommitLogMaxOffset(); end != 0 {
+			st.Close()
+			mk.close()
+			return fmt.Errorf("%w: %s ends at %d", ErrNoMarker, f.root, end)
+		}
+		a = applied{}
+		mk.write(a)
+		if err := mk.sync(); err != nil {
+			st.Close()
+			mk.close()
+			return err
+		}
+	}
+	f.store, f.mk, f.cur = st, mk, a
+	f.current.Store(st)
+	f.appliedIdx.Store(a.Index)
+	return nil
+}
+
+// closeStore closes the store, then syncs and closes the marker: after the store's final flush
+// the marker is never ahead of the durable commitlog.
+func (f *FSM) closeStore() error {
+	var errs []error
+	if f.store != nil {
+		errs = append(errs, f.store.Close())
+		f.store = nil
+		f.current.Store(nil)
+	}
+	if f.mk != nil {
+		errs = append(errs, f.mk.sync(), f.mk.close())
+		f.mk = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Store returns the current store, for reads (pulls, queries, offsets), without waiting for
+// Apply. Restore replaces it (and it is nil while a restore swaps directories): call Store for
+// each request rather than keeping the result. Never append to it directly.
+func (f *FSM) Store() *storage.Store { return f.current.Load() }
+
+// AppliedIndex is the Raft index of the last entry whose effects are in the store (the index
+// in the marker). Entries at or below it are skipped when Raft replays them.
+func (f *FSM) AppliedIndex() uint64 { return f.appliedIdx.Load() }
+
+// Close closes the store (flushing it) and the marker. Apply must not be called afterwards.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	close(f.stop)
+	return f.closeStore()
+}
+
+// Apply applies one committed entry. It returns *ApplyResult for KindMessages, *MetaResult for
+// KindMetadata, and nil for an entry already applied (a replay after a restart; no client waits
+// for it) or one that is not a LogCommand. It panics on an entry it cannot decode, of an unknown
+// kind, or when the store fails in a way that could make this replica differ from the others:
+// a state machine must stop rather than skip an entry.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store == nil {
+		panic(fmt.Sprintf("fsm: apply raft entry %d: the state machine has no store (closed, or a restore failed)", l.Index))
+	}
+	if len(l.Data) == 0 {
+		panic(fmt.Sprintf("fsm: raft entry %d (term %d) is empty; a state machine must not skip an entry", l.Index, l.Term))
+	}
+	var res interface{}
+	switch l.Data[0] {
+	case KindMessages:
+		res = f.applyMessages(l)
+	case KindMetadata:
+		res = f.applyMetadata(l)
+	default:
+		panic(fmt.Sprintf("fsm: raft entry %d (term %d) has unknown kind %d; a state machine must not skip an entry (was it written by a newer version?)", l.Index, l.Term, l.Data[0]))
+	}
+	f.metaThrough = max(f.metaThrough, l.Index)
+	return res
+}
+
+func (f *FSM) applyMessages(l *raft.Log) interface{} {
+	if l.Index <= f.cur.Index {
+		return nil
+	}
+	appends, err := DecodeMessages(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
+	}
+	res := &ApplyResult{Appends: make([]AppendOutcome, len(appends))}
+	for i, recs := range appends {
+		res.Appends[i] = f.appendOne(l, i, recs)
+	}
+	f.advance(l, false)
+	return res
+}
+
+// appendOne stores one append. Only outcomes every replica reaches identically are returned.
+func (f *FSM) appendOne(l *raft.Log, i int, recs [][]byte) AppendOutcome {
+	for j, r := range recs {
+		v, err := message.ParseView(r)
+		if err == nil && v.StoreTimestamp() == 0 {
+			err = errors.New("STORETIMESTAMP is 0 (the leader must stamp it, or replicas would differ)")
+		}
+		if err != nil {
+			return AppendOutcome{Err: fmt.Errorf("fsm: append %d record %d: %w: %w", i, j, storage.ErrMessageIllegal, err)}
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		results, err := f.store.Append(context.Background(), recs)
+		switch {
+		case err == nil:
+			return AppendOutcome{Results: results}
+		case errors.Is(err, storage.ErrMessageIllegal):
+			return AppendOutcome{Err: err}
+		case errors.Is(err, storage.ErrDiskFull):
+			// Local condition: waiting keeps this replica identical; skipping would not. The
+			// lock is released meanwhile so that Close can stop the wait (Raft calls Apply,
+			// Snapshot and Restore from one goroutine, so nothing else can come in between).
+			f.log.Error("store is full; raft apply is blocked until space is freed", "index", l.Index, "attempt", attempt, "error", err)
+			f.mu.Unlock()
+			select {
+			case <-f.stop:
+			case <-time.After(time.Second):
+			}
+			f.mu.Lock()
+			if f.closed || f.store == nil {
+				panic(fmt.Sprintf("fsm: closed while raft entry %d waited for disk space", l.Index))
+			}
+		default:
+			panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store failed: %v; this replica cannot continue without diverging (restart it: recovery truncates to the marker and Raft replays)", l.Index, l.Term, i, err))
+		}
+	}
+}
+
+// advance records l as applied to the store, in memory and in the marker (not synced).
+func (f *FSM) advance(l *raft.Log, meta bool) {
+	f.cur.Index, f.cur.Term = l.Index, l.Term
+	f.cur.End = f.store.CommitLogMaxOffset()
+	if meta {
+		f.cur.MetaIndex = l.Index
+	}
+	f.mk.write(f.cur)
+	f.appliedIdx.Store(l.Index)
+}
+
+func (f *FSM) applyMetadata(l *raft.Log) interface{} {
+	op, err := DecodeMetadata(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
+	}
+	storeDone, metaDone := l.Index <= f.cur.Index, l.Index <= f.metaThrough || f.cfg.Meta == nil
+	if storeDone && metaDone {
+		return nil
+	}
+	if !storeDone && op.Op == OpDeleteTopic {
+		f.deleteTopic(l, op.Name)
+	}
+	res := &MetaResult{}
+	if !metaDone && f.cfg.Meta != nil {
+		res.Err = f.cfg.Meta.ApplyMeta(op)
+	}
+	if !storeDone {
+		f.advance(l, true)
+		if op.Op == OpDeleteTopic {
+			if err := f.mk.sync(); err != nil {
+				panic(fmt.Sprintf("fsm: raft entry %d: sync marker after deleting topic %s: %v", l.Index, op.Name, err))
+			}
+		}
+	}
+	return res
+}
+
+// deleteTopic drops a topic's consume queues. It is the one store change a truncation cannot
+// undo, so the marker is made durable (after the commitlog) first: a later truncation never
+// goes back before the deletion.
+func (f *FSM) deleteTopic(l *raft.Log, topic string) {
+	if err := f.store.Flush(); err != nil {
+		panic(fmt.Sprintf("fsm: raft entry %d: flush before deleting topic %s: %v", l.Index, topic, err))
+	}
+	if err := f.mk.sync(); err != nil {
+		panic(fmt.Sprintf("fsm: raft entry %d: sync marker before deleting topic %s: %v", l.Index, topic, err))
+	}
+	if err := f.store.DeleteTopic(topic); err != nil {
+		panic(fmt.Sprintf("fsm: raft entry %d: delete topic %s: %v", l.Index, topic, err))
+	}
+}

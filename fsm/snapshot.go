@@ -1,0 +1,398 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"rocketraft/storage"
+)
+
+const (
+	snapMagic      = 0x52525350 // "RRSP"
+	snapVersion    = 1
+	snapHeaderSize = 64
+
+	frameMeta  byte = 1
+	frameStore byte = 2
+
+	maxNameLen  = 4096
+	maxMetaSize = 256 << 20
+	maxFiles    = 1 << 24
+)
+
+// snapHeader opens a snapshot stream (layout in the package doc).
+type snapHeader struct {
+	Index, Term uint64 // the store's applied entry
+	Min, End    int64  // commitlog data range
+	MetaIndex   uint64 // the tables hold every metadata entry up to here
+	MetaFiles   uint32
+	StoreFiles  uint32
+}
+
+func (h *snapHeader) encode() []byte {
+	b := make([]byte, snapHeaderSize)
+	be := binary.BigEndian
+	be.PutUint32(b, snapMagic)
+	be.PutUint16(b[4:], snapVersion)
+	be.PutUint64(b[8:], h.Index)
+	be.PutUint64(b[16:], h.Term)
+	be.PutUint64(b[24:], uint64(h.Min))
+	be.PutUint64(b[32:], uint64(h.End))
+	be.PutUint64(b[40:], h.MetaIndex)
+	be.PutUint32(b[48:], h.MetaFiles)
+	be.PutUint32(b[52:], h.StoreFiles)
+	be.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	return b
+}
+
+func decodeHeader(b []byte) (snapHeader, error) {
+	be := binary.BigEndian
+	if len(b) != snapHeaderSize || be.Uint32(b) != snapMagic {
+		return snapHeader{}, fmt.Errorf("%w: not a snapshot", ErrBadSnapshot)
+	}
+	if v := be.Uint16(b[4:]); v != snapVersion {
+		return snapHeader{}, fmt.Errorf("%w: version %d, want %d", ErrBadSnapshot, v, snapVersion)
+	}
+	if crc32.Checksum(b[:60], castagnoli) != be.Uint32(b[60:]) {
+		return snapHeader{}, fmt.Errorf("%w: header CRC mismatch", ErrBadSnapshot)
+	}
+	h := snapHeader{
+		Index: be.Uint64(b[8:]), Term: be.Uint64(b[16:]),
+		Min: int64(be.Uint64(b[24:])), End: int64(be.Uint64(b[32:])),
+		MetaIndex: be.Uint64(b[40:]), MetaFiles: be.Uint32(b[48:]), StoreFiles: be.Uint32(b[52:]),
+	}
+	if h.Min < 0 || h.End < h.Min || h.MetaFiles > maxFiles || h.StoreFiles > maxFiles {
+		return snapHeader{}, fmt.Errorf("%w: bad header values", ErrBadSnapshot)
+	}
+	return h, nil
+}
+
+// ErrBadSnapshot is wrapped by Restore errors about the stream's contents.
+var ErrBadSnapshot = errors.New("fsm: bad snapshot stream")
+
+// snapshot is what Snapshot captures: positions and file lists, no data.
+type snapshot struct {
+	log   hclog.Logger
+	store *storage.Store
+	hdr   snapHeader
+	man   storage.Manifest
+	meta  []MetaFile
+}
+
+// Snapshot captures, under the FSM lock and without reading file data, the applied index, the
+// commitlog range, the list of commitlog and consume-queue files with how much of each to ship,
+// and the metadata tables' serialized files. Persist streams them while Apply goes on: appends
+// only write past the captured ends.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store == nil {
+		return nil, ErrClosed
+	}
+	man, err := f.store.Manifest()
+	if err != nil {
+		return nil, fmt.Errorf("fsm snapshot: %w", err)
+	}
+	var meta []MetaFile
+	if f.cfg.Meta != nil {
+		if meta, err = f.cfg.Meta.SnapshotMeta(); err != nil {
+			return nil, fmt.Errorf("fsm snapshot: metadata: %w", err)
+		}
+	}
+	hdr := snapHeader{
+		Index: f.cur.Index, Term: f.cur.Term, Min: man.CommitLogMin, End: man.CommitLogEnd,
+		MetaIndex: f.metaThrough, MetaFiles: uint32(len(meta)), StoreFiles: uint32(len(man.Files)),
+	}
+	return &snapshot{log: f.log, store: f.store, hdr: hdr, man: man, meta: meta}, nil
+}
+
+// Persist streams the snapshot to sink, then closes it (or cancels it on error).
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	began := time.Now()
+	n, err := s.write(sink)
+	if err != nil {
+		s.log.Error("snapshot persist failed", "index", s.hdr.Index, "bytes", n, "error", err)
+		sink.Cancel()
+		return err
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("fsm snapshot: close sink: %w", err)
+	}
+	s.log.Info("snapshot persisted", "index", s.hdr.Index, "commitLogEnd", s.hdr.End, "files", len(s.man.Files), "bytes", n, "took", time.Since(began))
+	return nil
+}
+
+// Release implements raft.FSMSnapshot; nothing is held.
+func (s *snapshot) Release() {}
+
+// countingWriter counts bytes and feeds a CRC.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	crc hash.Hash32
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if c.crc != nil {
+		c.crc.Write(p[:n])
+	}
+	return n, err
+}
+
+func (s *snapshot) write(sink io.Writer) (int64, error) {
+	bw := bufio.NewWriterSize(sink, 1<<20)
+	cw := &countingWriter{w: bw}
+	if _, err := cw.Write(s.hdr.encode()); err != nil {
+		return cw.n, err
+	}
+	for _, m := range s.meta {
+		if err := writeFrame(cw, frameMeta, m.Name, int64(len(m.Data)), int64(len(m.Data)), func(w io.Writer) error {
+			_, err := w.Write(m.Data)
+			return err
+		}); err != nil {
+			return cw.n, err
+		}
+	}
+	nextLog := int64(256 << 20)
+	for i, sf := range s.man.Files {
+		if err := writeFrame(cw, frameStore, sf.Path, sf.Size, sf.Len, func(w io.Writer) error {
+			return s.store.CopyFile(w, sf)
+		}); err != nil {
+			return cw.n, err
+		}
+		if cw.n >= nextLog {
+			s.log.Info("snapshot progress", "index", s.hdr.Index, "files", i+1, "of", len(s.man.Files), "bytes", cw.n)
+			nextLog = cw.n + 256<<20
+		}
+	}
+	return cw.n, bw.Flush()
+}
+
+// writeFrame writes one file frame: kind, name, size, data length, data, CRC of the data.
+func writeFrame(cw *countingWriter, kind byte, name string, size, n int64, data func(io.Writer) error) error {
+	if len(name) == 0 || len(name) > maxNameLen {
+		return fmt.Errorf("fsm snapshot: bad file name %q", name)
+	}
+	h := make([]byte, 0, 3+len(name)+16)
+	h = append(h, kind)
+	h = binary.BigEndian.AppendUint16(h, uint16(len(name)))
+	h = append(h, name...)
+	h = binary.BigEndian.AppendUint64(h, uint64(size))
+	h = binary.BigEndian.AppendUint64(h, uint64(n))
+	if _, err := cw.Write(h); err != nil {
+		return err
+	}
+	crc := crc32.New(castagnoli)
+	dw := &countingWriter{w: cw, crc: crc}
+	if err := data(dw); err != nil {
+		return fmt.Errorf("fsm snapshot: %s: %w", name, err)
+	}
+	if dw.n != n {
+		return fmt.Errorf("fsm snapshot: %s: wrote %d bytes, want %d", name, dw.n, n)
+	}
+	_, err := cw.Write(binary.BigEndian.AppendUint32(nil, crc.Sum32()))
+	return err
+}
+
+// frame is a decoded frame header.
+type frame struct {
+	kind byte
+	name string
+	size int64
+	n    int64
+}
+
+func readFrameHeader(r io.Reader, want byte) (frame, error) {
+	var b [3]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return frame{}, fmt.Errorf("%w: frame header: %w", ErrBadSnapshot, err)
+	}
+	nl := int(binary.BigEndian.Uint16(b[1:]))
+	if b[0] != want || nl == 0 || nl > maxNameLen {
+		return frame{}, fmt.Errorf("%w: frame kind %d, name length %d", ErrBadSnapshot, b[0], nl)
+	}
+	rest := make([]byte, nl+16)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return frame{}, fmt.Errorf("%w: frame header: %w", ErrBadSnapshot, err)
+	}
+	fr := frame{kind: b[0], name: string(rest[:nl]), size: int64(binary.BigEndian.Uint64(rest[nl:])), n: int64(binary.BigEndian.Uint64(rest[nl+8:]))}
+	if fr.n < 0 || fr.size < fr.n {
+		return frame{}, fmt.Errorf("%w: %s: %d data bytes in a file of %d", ErrBadSnapshot, fr.name, fr.n, fr.size)
+	}
+	return fr, nil
+}
+
+// readCRC reads a frame's trailing CRC and compares it.
+func readCRC(r io.Reader, name string, crc hash.Hash32) error {
+	var b [4]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return fmt.Errorf("%w: %s: CRC: %w", ErrBadSnapshot, name, err)
+	}
+	if binary.BigEndian.Uint32(b[:]) != crc.Sum32() {
+		return fmt.Errorf("%w: %s: CRC mismatch", ErrBadSnapshot, name)
+	}
+	return nil
+}
+
+// Restore replaces the FSM's state with a snapshot stream. If the local store already holds the
+// snapshot's state or a later one (Raft restores its latest snapshot at every start, and the
+// store survives restarts), only the metadata tables are restored. Otherwise the store files
+// are written into a staging directory, which replaces the store root only once complete (see
+// the package doc); the store is reopened (index rebuilt from the commitlog) and AppliedIndex
+// is the snapshot's. Errors before the swap leave the current store as it was.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return ErrClosed
+	}
+	br := bufio.NewReaderSize(rc, 1<<20)
+	hb := make([]byte, snapHeaderSize)
+	if _, err := io.ReadFull(br, hb); err != nil {
+		return fmt.Errorf("%w: header: %w", ErrBadSnapshot, err)
+	}
+	hdr, err := decodeHeader(hb)
+	if err != nil {
+		return err
+	}
+	meta, err := readMeta(br, int(hdr.MetaFiles))
+	if err != nil {
+		return err
+	}
+	if f.store != nil && hdr.Index <= f.cur.Index && hdr.End <= f.cur.End {
+		f.log.Info("snapshot is not ahead of the local store; keeping the store, restoring metadata", "snapshotIndex", hdr.Index, "appliedIndex", f.cur.Index)
+		return f.restoreMeta(meta, hdr.MetaIndex)
+	}
+	f.log.Info("restoring store from snapshot", "snapshotIndex", hdr.Index, "appliedIndex", f.cur.Index, "commitLogEnd", hdr.End, "files", hdr.StoreFiles)
+	began := time.Now()
+	if err := f.stage(br, hdr); err != nil {
+		if rerr := f.removeIfExists(f.staging); rerr != nil {
+			f.log.Warn("removing a failed restore", "error", rerr)
+		}
+		return err
+	}
+	if err := f.swap(); err != nil {
+		return err
+	}
+	f.log.Info("store restored from snapshot", "appliedIndex", f.cur.Index, "commitLogEnd", f.cur.End, "took", time.Since(began))
+	return f.restoreMeta(meta, hdr.MetaIndex)
+}
+
+func readMeta(r io.Reader, n int) ([]MetaFile, error) {
+	var out []MetaFile
+	for i := 0; i < n; i++ {
+		fr, err := readFrameHeader(r, frameMeta)
+		if err != nil {
+			return nil, err
+		}
+		if fr.n > maxMetaSize {
+			return nil, fmt.Errorf("%w: metadata file %s of %d bytes", ErrBadSnapshot, fr.name, fr.n)
+		}
+		data := make([]byte, fr.n)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadSnapshot, fr.name, err)
+		}
+		crc := crc32.New(castagnoli)
+		crc.Write(data)
+		if err := readCRC(r, fr.name, crc); err != nil {
+			return nil, err
+		}
+		out = append(out, MetaFile{Name: fr.name, Data: data})
+	}
+	return out, nil
+}
+
+func (f *FSM) restoreMeta(meta []MetaFile, through uint64) error {
+	if f.cfg.Meta != nil {
+		if err := f.cfg.Meta.RestoreMeta(meta); err != nil {
+			return fmt.Errorf("fsm restore: metadata: %w", err)
+		}
+	}
+	f.metaThrough = through
+	return nil
+}
+
+// stage writes the snapshot's store files, checkpoint and marker into the staging directory,
+// and marks it complete last.
+func (f *FSM) stage(r io.Reader, hdr snapHeader) error {
+	if err := f.removeIfExists(f.staging); err != nil {
+		return err
+	}
+	cfg := f.scfg
+	cfg.StorePathRootDir = f.staging
+	in, err := storage.NewInstaller(cfg)
+	if err != nil {
+		return fmt.Errorf("fsm restore: %w", err)
+	}
+	var total int64
+	nextLog := int64(256 << 20)
+	for i := 0; i < int(hdr.StoreFiles); i++ {
+		fr, err := readFrameHeader(r, frameStore)
+		if err != nil {
+			return err
+		}
+		crc := crc32.New(castagnoli)
+		src := io.TeeReader(io.LimitReader(r, fr.n), crc)
+		if err := in.WriteFile(storage.SnapshotFile{Path: fr.name, Size: fr.size, Len: fr.n}, src); err != nil {
+			return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+		}
+		if err := readCRC(r, fr.name, crc); err != nil {
+			return err
+		}
+		if total += fr.n; total >= nextLog {
+			f.log.Info("restore progress", "files", i+1, "of", hdr.StoreFiles, "bytes", total)
+			nextLog = total + 256<<20
+		}
+	}
+	if err := in.Finish(hdr.Min, hdr.End); err != nil {
+		return fmt.Errorf("fsm restore: %w", err)
+	}
+	mk, _, _, err := openMarker(f.fs, f.staging)
+	if err != nil {
+		return err
+	}
+	mk.write(applied{Index: hdr.Index, Term: hdr.Term, End: hdr.End})
+	err = errors.Join(mk.sync(), mk.close())
+	if err != nil {
+		return err
+	}
+	return f.fs.WriteFile(filepath.Join(f.staging, completeName), nil)
+}
+
+// swap closes the store, moves the staged one into the root and reopens.
+func (f *FSM) swap() error {
+	if err := f.closeStore(); err != nil {
+		f.log.Warn("closing the replaced store", "error", err)
+	}
+	if err := f.removeIfExists(f.replaced); err != nil {
+		return err
+	}
+	if err := f.fs.Rename(f.root, f.replaced); err != nil {
+		return fmt.Errorf("fsm restore: move old store aside: %w", err)
+	}
+	if err := f.fs.Rename(f.staging, f.root); err != nil {
+		return fmt.Errorf("fsm restore: move restored store in: %w", err)
+	}
+	if err := f.fs.Remove(filepath.Join(f.root, completeName)); err != nil {
+		return fmt.Errorf("fsm restore: %w", err)
+	}
+	if err := f.removeIfExists(f.replaced); err != nil {
+		f.log.Warn("removing the replaced store", "dir", f.replaced, "error", err)
+	}
+	if err := f.open(); err != nil {
+		return fmt.Errorf("fsm restore: reopen: %w", err)
+	}
+	return nil
+}
