@@ -1,0 +1,330 @@
+package dledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Batcher defaults.
+const (
+	DefaultBatchMaxBytes    = 4 << 20
+	DefaultBatchMaxItems    = 4096
+	DefaultBatchMaxInFlight = 4
+	DefaultBatchLinger      = 0 // no linger: in-flight entries alone provide the batching window
+)
+
+// Result is one item's part of an entry's FSM response.
+type Result[R any] struct {
+	Value R
+	Err   error
+}
+
+// BatchCodec plugs an entry format into a Batcher. The broker plugs in the fsm codec:
+//
+//	dledger.BatchCodec[[][]byte, []storage.AppendResult]{
+//		Encode: fsm.EncodeMessages,
+//		Size:   func(recs [][]byte) (n int) { for _, r := range recs { n += len(r) }; return n },
+//		Split: func(resp any, n int) ([]dledger.Result[[]storage.AppendResult], error) {
+//			r, ok := resp.(*fsm.ApplyResult)
+//			if !ok || len(r.Appends) != n {
+//				return nil, fmt.Errorf("unexpected apply result %T", resp)
+//			}
+//			out := make([]dledger.Result[[]storage.AppendResult], n)
+//			for i, a := range r.Appends {
+//				out[i] = dledger.Result[[]storage.AppendResult]{Value: a.Results, Err: a.Err}
+//			}
+//			return out, nil
+//		},
+//	}
+type BatchCodec[T, R any] struct {
+	// Encode builds one Raft entry holding items in order.
+	Encode func(items []T) []byte
+	// Split divides the FSM's response to that entry into n results, in item order. An error
+	// fails every item of the entry. (A response that is itself an error never reaches Split: it
+	// fails every item.)
+	Split func(resp any, n int) ([]Result[R], error)
+	// Size estimates an item's encoded size, for BatchOptions.MaxBytes. Nil counts 0.
+	Size func(item T) int
+}
+
+// BatchOptions bounds the entries a Batcher builds. Zero values take the DefaultBatch* constants.
+type BatchOptions struct {
+	MaxBytes    int           // entry size bound (an item larger than this travels alone)
+	MaxItems    int           // items per entry
+	MaxInFlight int           // entries applied but not yet committed and applied
+	Linger      time.Duration // wait at most this for more items, only while another entry is in flight
+}
+
+// BatcherStats counts what a Batcher sent.
+type BatcherStats struct {
+	Entries uint64 `json:"entries"`
+	Items   uint64 `json:"items"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// Batcher is group commit: concurrent Submit calls are coalesced into one Raft entry holding
+// whatever is pending, and up to MaxInFlight entries are in Raft at once (raft.Apply futures
+// awaited in their own goroutines), so the batcher never waits on one entry's commit while items
+// queue. Items are typed (T) so a caller can submit a whole batch send as one item and get one
+// result (R) for it.
+type Batcher[T, R any] struct {
+	node  *Node
+	codec BatchCodec[T, R]
+	opts  BatchOptions
+
+	mu     sync.Mutex
+	queue  []*pending[T, R]
+	bytes  int // sum of queued sizes
+	closed bool
+
+	wake     chan struct{} // cap 1: queue became non-empty or closed
+	slots    chan struct{} // cap MaxInFlight
+	inflight atomic.Int32
+	loopDone chan struct{}
+	entries  sync.WaitGroup
+
+	nEntries, nItems, nBytes atomic.Uint64
+}
+
+type pending[T, R any] struct {
+	item      T
+	size      int
+	taken     bool // moved into an entry (guarded by Batcher.mu)
+	cancelled bool // caller gave up before it was taken (guarded by Batcher.mu)
+	done      chan Result[R]
+}
+
+// NewBatcher starts a batcher applying through node. Close it before shutting the node down.
+func NewBatcher[T, R any](node *Node, codec BatchCodec[T, R], opts BatchOptions) *Batcher[T, R] {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultBatchMaxBytes
+	}
+	if opts.MaxItems <= 0 {
+		opts.MaxItems = DefaultBatchMaxItems
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultBatchMaxInFlight
+	}
+	if codec.Size == nil {
+		codec.Size = func(T) int { return 0 }
+	}
+	b := &Batcher[T, R]{
+		node:     node,
+		codec:    codec,
+		opts:     opts,
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, opts.MaxInFlight),
+		loopDone: make(chan struct{}),
+	}
+	go b.loop()
+	return b
+}
+
+// Submit queues item for the next entry and waits for its result: its part of the FSM response
+// once the entry is committed and applied on this node, or the error that failed the entry
+// (*NotLeaderError, ErrLeadershipLost, ...) or the item. If ctx ends before the item was put in an
+// entry it is dropped (never applied); after that, ctx.Err() is returned but the item may commit.
+func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
+	p := &pending[T, R]{item: item, size: b.codec.Size(item), done: make(chan Result[R], 1)}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		var zero R
+		return zero, ErrShutdown
+	}
+	b.queue = append(b.queue, p)
+	b.bytes += p.size
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case r := <-p.done:
+		return r.Value, r.Err
+	case <-ctx.Done():
+		b.mu.Lock()
+		if !p.taken {
+			p.cancelled = true
+		}
+		b.mu.Unlock()
+		var zero R
+		return zero, ctx.Err()
+	}
+}
+
+// Stats returns counters since NewBatcher.
+func (b *Batcher[T, R]) Stats() BatcherStats {
+	return BatcherStats{Entries: b.nEntries.Load(), Items: b.nItems.Load(), Bytes: b.nBytes.Load()}
+}
+
+// Close fails queued items with ErrShutdown and waits for in-flight entries to finish.
+func (b *Batcher[T, R]) Close() {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.loopDone
+		b.entries.Wait()
+		return
+	}
+	b.closed = true
+	b.mu.Unlock()
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+	<-b.loopDone
+	b.entries.Wait()
+}
+
+// loop builds entries: wait for items, wait for an in-flight slot, linger if allowed, take a batch,
+// apply it.
+func (b *Batcher[T, R]) loop() {
+	defer close(b.loopDone)
+	for {
+		closed, empty := b.state()
+		switch {
+		case closed:
+			b.failQueued()
+			return
+		case empty:
+			<-b.wake // Submit and Close signal after changing the state
+			continue
+		}
+		b.slots <- struct{}{} // blocks while MaxInFlight entries are out; the queue grows meanwhile
+		b.linger()
+		batch := b.take()
+		if len(batch) == 0 { // all cancelled
+			<-b.slots
+			continue
+		}
+		b.send(batch)
+	}
+}
+
+func (b *Batcher[T, R]) state() (closed, empty bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed, len(b.queue) == 0
+}
+
+// linger waits up to Linger for the queue to fill, but only while another entry is in flight.
+func (b *Batcher[T, R]) linger() {
+	if b.opts.Linger <= 0 || b.inflight.Load() == 0 {
+		return
+	}
+	t := time.NewTimer(b.opts.Linger)
+	defer t.Stop()
+	for !b.full() {
+		select {
+		case <-t.C:
+			return
+		case <-b.wake:
+		}
+	}
+}
+
+func (b *Batcher[T, R]) full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed || len(b.queue) >= b.opts.MaxItems || b.bytes >= b.opts.MaxBytes
+}
+
+// take removes the next batch from the queue, skipping cancelled items.
+func (b *Batcher[T, R]) take() []*pending[T, R] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var batch []*pending[T, R]
+	size, i := 0, 0
+	for ; i < len(b.queue) && len(batch) < b.opts.MaxItems; i++ {
+		p := b.queue[i]
+		if p.cancelled {
+			b.bytes -= p.size
+			continue
+		}
+		if len(batch) > 0 && size+p.size > b.opts.MaxBytes {
+			break
+		}
+		p.taken = true
+		size += p.size
+		b.bytes -= p.size
+		batch = append(batch, p)
+	}
+	n := copy(b.queue, b.queue[i:])
+	clear(b.queue[n:])
+	b.queue = b.queue[:n]
+	return batch
+}
+
+// send applies one entry and hands its completion to a goroutine that owns the slot.
+func (b *Batcher[T, R]) send(batch []*pending[T, R]) {
+	items := make([]T, len(batch))
+	for i, p := range batch {
+		items[i] = p.item
+	}
+	data := b.codec.Encode(items)
+	b.nEntries.Add(1)
+	b.nItems.Add(uint64(len(batch)))
+	b.nBytes.Add(uint64(len(data)))
+	b.inflight.Add(1)
+	b.entries.Add(1)
+	f := b.node.raft.Apply(data, applyEnqueueTimeout)
+	go func() {
+		defer func() {
+			b.inflight.Add(-1)
+			<-b.slots
+			b.entries.Done()
+			select { // the queue may have grown while every slot was busy
+			case b.wake <- struct{}{}:
+			default:
+			}
+		}()
+		b.complete(batch, f)
+	}()
+}
+
+// applyEnqueueTimeout bounds raft.Apply's hand-off to the Raft goroutine.
+const applyEnqueueTimeout = 10 * time.Second
+
+// complete waits for the entry and delivers each item's result.
+func (b *Batcher[T, R]) complete(batch []*pending[T, R], f raft.ApplyFuture) {
+	results, err := b.outcome(f, len(batch))
+	for i, p := range batch {
+		if err != nil {
+			p.done <- Result[R]{Err: err}
+		} else {
+			p.done <- results[i]
+		}
+	}
+}
+
+func (b *Batcher[T, R]) outcome(f raft.ApplyFuture, n int) ([]Result[R], error) {
+	if err := f.Error(); err != nil {
+		return nil, b.node.translate(err)
+	}
+	resp := f.Response()
+	if err, ok := resp.(error); ok {
+		return nil, err
+	}
+	results, err := b.codec.Split(resp, n)
+	if err == nil && len(results) != n {
+		err = fmt.Errorf("dledger: split returned %d results for %d items", len(results), n)
+	}
+	return results, err
+}
+
+// failQueued answers every queued item with ErrShutdown.
+func (b *Batcher[T, R]) failQueued() {
+	b.mu.Lock()
+	q := b.queue
+	b.queue, b.bytes = nil, 0
+	b.mu.Unlock()
+	for _, p := range q {
+		p.done <- Result[R]{Err: ErrShutdown}
+	}
+}

@@ -1,0 +1,221 @@
+package dledger
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Log store names accepted in Config.LogStore.
+const (
+	LogStoreWAL  = "wal"  // hashicorp/raft-wal segment files (the default, by measurement)
+	LogStoreBolt = "bolt" // raft-boltdb/v2 (bbolt B+tree)
+)
+
+// Defaults chosen for fast failover on loopback or a LAN (see the package doc for the reasoning and
+// the measurements behind them).
+const (
+	DefaultHeartbeatTimeout   = 500 * time.Millisecond
+	DefaultElectionTimeout    = 500 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 500 * time.Millisecond
+	DefaultCommitTimeout      = 50 * time.Millisecond
+	DefaultSnapshotInterval   = 120 * time.Second
+	DefaultSnapshotThreshold  = 8192
+	DefaultTrailingLogs       = 10240
+	DefaultLogStore           = LogStoreWAL
+	DefaultLogCacheSize       = 512
+	DefaultSnapshotRetain     = 2
+	DefaultWALSegmentSize     = 64 << 20
+)
+
+// Peer is one member of the Raft group: its id (dLegerSelfId) and the host:port of its Raft
+// transport.
+type Peer struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// Config configures one node of a Raft group. Zero durations and counts take the Default*
+// constants. The json tags are our documented key names (the broker maps dLegerGroup, dLegerPeers
+// and dLegerSelfId onto Group, Peers and SelfID).
+type Config struct {
+	Group   string `json:"dLegerGroup"`
+	SelfID  string `json:"dLegerSelfId"`
+	Peers   []Peer `json:"dLegerPeers"` // the initial configuration; ignored once the node has state
+	DataDir string `json:"dLegerDataDir"`
+
+	// Join starts a node that is not in Peers' bootstrap configuration with no configuration at
+	// all: it waits to be added by AddVoter on the leader instead of bootstrapping.
+	Join bool `json:"dLegerJoin"`
+
+	HeartbeatTimeout   time.Duration `json:"dLegerHeartbeatTimeout"`
+	ElectionTimeout    time.Duration `json:"dLegerElectionTimeout"`
+	LeaderLeaseTimeout time.Duration `json:"dLegerLeaderLeaseTimeout"`
+	CommitTimeout      time.Duration `json:"dLegerCommitTimeout"`
+
+	SnapshotInterval  time.Duration `json:"dLegerSnapshotInterval"`
+	SnapshotThreshold uint64        `json:"dLegerSnapshotThreshold"`
+	TrailingLogs      uint64        `json:"dLegerTrailingLogs"`
+
+	LogStore     string `json:"dLegerLogStore"`     // LogStoreWAL or LogStoreBolt
+	LogCacheSize int    `json:"dLegerLogCacheSize"` // entries kept in raft.NewLogCache; <0 disables
+	// WALSegmentSize is raft-wal's segment file size (default 64 MiB). Log compaction frees whole
+	// segments only, and a follower is sent a snapshot only for entries that are gone.
+	WALSegmentSize int `json:"dLegerWalSegmentSize"`
+
+	Logger hclog.Logger `json:"-"`
+
+	// Listener, when set, is used for the Raft transport instead of listening on self's address
+	// (tests pre-bind 127.0.0.1:0 to learn ports before building Peers). Open takes ownership.
+	Listener net.Listener `json:"-"`
+}
+
+func (c *Config) setDefaults() {
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = DefaultElectionTimeout
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = DefaultCommitTimeout
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = DefaultSnapshotInterval
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = DefaultSnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = DefaultTrailingLogs
+	}
+	if c.LogStore == "" {
+		c.LogStore = DefaultLogStore
+	}
+	if c.LogCacheSize == 0 {
+		c.LogCacheSize = DefaultLogCacheSize
+	}
+	if c.WALSegmentSize == 0 {
+		c.WALSegmentSize = DefaultWALSegmentSize
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// self returns the Peer entry for SelfID.
+func (c *Config) self() (Peer, bool) {
+	for _, p := range c.Peers {
+		if p.ID == c.SelfID {
+			return p, true
+		}
+	}
+	return Peer{}, false
+}
+
+func (c *Config) validate() error {
+	if c.SelfID == "" {
+		return keyErr("dLegerSelfId", "must be set")
+	}
+	if c.DataDir == "" {
+		return keyErr("dLegerDataDir", "must be set")
+	}
+	if err := checkPeers(c.Peers); err != nil {
+		return err
+	}
+	if _, ok := c.self(); !ok {
+		return keyErr("dLegerSelfId", "%q is not in dLegerPeers", c.SelfID)
+	}
+	switch c.LogStore {
+	case LogStoreWAL, LogStoreBolt:
+	default:
+		return keyErr("dLegerLogStore", "%q is not %q or %q", c.LogStore, LogStoreWAL, LogStoreBolt)
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		return keyErr("dLegerLeaderLeaseTimeout", "%v exceeds the heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	return nil
+}
+
+// ConfigError names the configuration key that is wrong.
+type ConfigError struct {
+	Key string
+	Msg string
+}
+
+func (e *ConfigError) Error() string { return "dledger: " + e.Key + ": " + e.Msg }
+
+func keyErr(key, format string, args ...any) error {
+	return &ConfigError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParsePeers parses the dLegerPeers syntax "n0-host:port;n1-host:port;...": entries separated by
+// ';' (blank entries and surrounding spaces ignored), each "<id>-<host>:<port>" where the id is the
+// text before the first '-' (so host names may contain '-'). Duplicate ids or addresses are
+// rejected.
+func ParsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	for _, e := range strings.Split(s, ";") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(e, "-")
+		if !ok || id == "" {
+			return nil, keyErr("dLegerPeers", "entry %q is not <id>-<host>:<port>", e)
+		}
+		out = append(out, Peer{ID: id, Addr: addr})
+	}
+	if len(out) == 0 {
+		return nil, keyErr("dLegerPeers", "no peers in %q", s)
+	}
+	if err := checkPeers(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func checkPeers(peers []Peer) error {
+	if len(peers) == 0 {
+		return keyErr("dLegerPeers", "must list at least one peer")
+	}
+	ids, addrs := map[string]bool{}, map[string]bool{}
+	for _, p := range peers {
+		if p.ID == "" {
+			return keyErr("dLegerPeers", "peer %q has no id", p.Addr)
+		}
+		if err := checkHostPort(p.Addr); err != nil {
+			return keyErr("dLegerPeers", "peer %s: %v", p.ID, err)
+		}
+		if ids[p.ID] {
+			return keyErr("dLegerPeers", "duplicate id %q", p.ID)
+		}
+		if addrs[p.Addr] {
+			return keyErr("dLegerPeers", "duplicate address %q", p.Addr)
+		}
+		ids[p.ID], addrs[p.Addr] = true, true
+	}
+	return nil
+}
+
+func checkHostPort(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return err
+	}
+	if host == "" {
+		return fmt.Errorf("address %q has no host", a)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("address %q has a bad port", a)
+	}
+	return nil
+}

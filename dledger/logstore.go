@@ -1,0 +1,86 @@
+package dledger
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+)
+
+// Names inside Config.DataDir.
+const (
+	stableFile   = "raft-stable.db" // raft-boltdb/v2: current term, vote
+	boltLogFile  = "raft-log.db"    // raft-boltdb/v2 log store (LogStore=bolt)
+	walDir       = "raft-wal"       // raft-wal segments and meta (LogStore=wal)
+	snapshotsDir = "snapshots"      // raft.FileSnapshotStore adds this itself
+)
+
+// openStable opens the stable store (always bbolt, fsync on).
+func openStable(dir string) (*raftboltdb.BoltStore, error) {
+	return raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, stableFile)})
+}
+
+// openLogStore opens the chosen log store and refuses a DataDir that holds the other kind, which
+// would otherwise look like an empty log next to a non-empty stable store. The closer closes the
+// underlying store; the raft.LogStore is wrapped in a raft.LogCache unless cacheSize < 0.
+func openLogStore(dir, kind string, cacheSize, segmentSize int, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
+	other := map[string]string{LogStoreWAL: boltLogFile, LogStoreBolt: walDir}[kind]
+	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
+		return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
+	}
+	var (
+		store raft.LogStore
+		c     io.Closer
+	)
+	switch kind {
+	case LogStoreWAL:
+		p := filepath.Join(dir, walDir)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, nil, err
+		}
+		// raft-wal v0.4.0's Close leaves its meta database open (and flock'ed), so a reopen in
+		// the same process would block: we own the meta store and close it ourselves.
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(p, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize))
+		if err != nil {
+			meta.Close()
+			return nil, nil, fmt.Errorf("dledger: open raft-wal %s: %w", p, err)
+		}
+		store, c = w, closers{w, meta}
+	case LogStoreBolt:
+		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogFile)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("dledger: open bolt log: %w", err)
+		}
+		store, c = b, b
+	default:
+		return nil, nil, keyErr("dLegerLogStore", "unknown %q", kind)
+	}
+	if cacheSize < 0 {
+		return store, c, nil
+	}
+	cached, err := raft.NewLogCache(cacheSize, store)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return cached, c, nil
+}
+
+// closers closes each in order and joins the errors.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}

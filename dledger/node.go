@@ -1,0 +1,190 @@
+package dledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Node is one member of a Raft group: hashicorp/raft with a TCP transport, a bbolt stable store, the
+// configured log store behind a raft.LogCache, and file snapshots.
+type Node struct {
+	cfg   Config
+	raft  *raft.Raft
+	trans *raft.NetworkTransport
+	logs  io.Closer
+	stab  *raftboltdb.BoltStore
+
+	notify      chan bool     // raft.Config.NotifyCh
+	changes     chan bool     // LeaderChanges, latest value wins
+	leaderReady atomic.Bool   // leader and Barrier done
+	stop        chan struct{} // closed by Shutdown
+	observerWG  sync.WaitGroup
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// Open starts a node. With no existing state in cfg.DataDir it bootstraps the configuration from
+// cfg.Peers (all voters; unless cfg.Join); with existing state it restarts from it and cfg.Peers
+// is ignored (membership lives in the log).
+func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		if cfg.Listener != nil {
+			cfg.Listener.Close()
+		}
+		return nil, err
+	}
+	self, _ := cfg.self()
+	n = &Node{
+		cfg:     cfg,
+		notify:  make(chan bool, 8),
+		changes: make(chan bool, 1),
+		stop:    make(chan struct{}),
+	}
+	var closers []io.Closer
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				closers[i].Close()
+			}
+			if cfg.Listener != nil && n.trans == nil {
+				cfg.Listener.Close()
+			}
+		}
+	}()
+	if err = os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, err
+	}
+	if n.stab, err = openStable(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("dledger: open stable store: %w", err)
+	}
+	closers = append(closers, n.stab)
+	var logs raft.LogStore
+	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.WALSegmentSize, cfg.Logger); err != nil {
+		return nil, err
+	}
+	closers = append(closers, n.logs)
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
+	if err != nil {
+		return nil, fmt.Errorf("dledger: snapshot store: %w", err)
+	}
+	if n.trans, err = newTransport(self.Addr, cfg.Listener, cfg.Logger); err != nil {
+		return nil, fmt.Errorf("dledger: listen on %s: %w", self.Addr, err)
+	}
+	closers = append(closers, n.trans)
+
+	rc := n.raftConfig()
+	if err = raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("dledger: %w", err)
+	}
+	existing, err := raft.HasExistingState(logs, n.stab, snaps)
+	if err != nil {
+		return nil, fmt.Errorf("dledger: inspect state: %w", err)
+	}
+	if !existing && !cfg.Join {
+		if err = raft.BootstrapCluster(rc, logs, n.stab, snaps, n.trans, bootstrapConfiguration(cfg.Peers)); err != nil {
+			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
+		}
+	}
+	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, n.trans); err != nil {
+		return nil, fmt.Errorf("dledger: start raft: %w", err)
+	}
+	n.observerWG.Add(1)
+	go n.observe()
+	return n, nil
+}
+
+func (n *Node) raftConfig() *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(n.cfg.SelfID)
+	c.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	c.ElectionTimeout = n.cfg.ElectionTimeout
+	c.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	c.CommitTimeout = n.cfg.CommitTimeout
+	c.SnapshotInterval = n.cfg.SnapshotInterval
+	c.SnapshotThreshold = n.cfg.SnapshotThreshold
+	c.TrailingLogs = n.cfg.TrailingLogs
+	c.BatchApplyCh = true // entries in flight together share one log write and fsync
+	c.NotifyCh = n.notify
+	c.Logger = n.cfg.Logger.Named("raft")
+	c.NoLegacyTelemetry = true
+	return c
+}
+
+func bootstrapConfiguration(peers []Peer) raft.Configuration {
+	var c raft.Configuration
+	for _, p := range peers {
+		c.Servers = append(c.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr)})
+	}
+	return c
+}
+
+// Apply appends data as one Raft entry and returns the FSM's response once the entry is committed
+// and applied on this node. If the FSM's response is an error, Apply returns it as the error. Not
+// leader: a *NotLeaderError (errors.Is ErrNotLeader). If ctx ends first Apply returns ctx.Err(),
+// but the entry may still commit.
+func (n *Node) Apply(ctx context.Context, data []byte) (any, error) {
+	f := n.raft.Apply(data, enqueueTimeout(ctx))
+	if err := wait(ctx, f); err != nil {
+		return nil, n.translate(err)
+	}
+	resp := f.Response()
+	if err, ok := resp.(error); ok {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// enqueueTimeout bounds raft.Apply's hand-off to the Raft goroutine by ctx's deadline.
+func enqueueTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		if t := time.Until(d); t > 0 {
+			return t
+		}
+		return time.Nanosecond
+	}
+	return 0
+}
+
+// IsLeader reports whether Raft is in the leader state now. The broker should switch roles on
+// LeaderChanges instead, which also waits until everything committed is applied.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the current leader's id and address, empty when none is known.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// Raft is an escape hatch for tests and status pages.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// ID returns this node's id (dLegerSelfId).
+func (n *Node) ID() string { return n.cfg.SelfID }
+
+// Addr returns this node's Raft transport address as configured in dLegerPeers.
+func (n *Node) Addr() string { return string(n.trans.LocalAddr()) }
+
+// Shutdown stops Raft (without handing leadership over: call TransferLeadership first for a
+// graceful stop), then closes the transport and stores. It is idempotent.
+func (n *Node) Shutdown() error {
+	n.shutdownOnce.Do(func() {
+		err := n.raft.Shutdown().Error()
+		close(n.stop)
+		n.observerWG.Wait()
+		n.leaderReady.Store(false)
+		err = errors.Join(err, n.trans.Close(), n.logs.Close(), n.stab.Close())
+		n.shutdownErr = err
+	})
+	return n.shutdownErr
+}

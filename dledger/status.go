@@ -1,0 +1,58 @@
+package dledger
+
+import (
+	"time"
+)
+
+// Status is a point-in-time view of a node for mqadmin and the HTTP status page.
+type Status struct {
+	Group        string `json:"group"`
+	ID           string `json:"id"`
+	Addr         string `json:"addr"`
+	State        string `json:"state"`       // Follower, Candidate, Leader, Shutdown
+	LeaderReady  bool   `json:"leaderReady"` // leader and everything committed before its term applied
+	Term         uint64 `json:"term"`
+	LastLogIndex uint64 `json:"lastLogIndex"`
+	CommitIndex  uint64 `json:"commitIndex"`
+	AppliedIndex uint64 `json:"appliedIndex"`
+	LeaderID     string `json:"leaderId"`
+	LeaderAddr   string `json:"leaderAddr"`
+	// LastContact is when a follower last heard from the leader (zero if never; a leader reports
+	// now).
+	LastContact   time.Time      `json:"lastContact"`
+	Configuration []ServerStatus `json:"configuration"`
+}
+
+// ServerStatus is one member of the latest configuration (possibly not yet committed).
+type ServerStatus struct {
+	ID       string `json:"id"`
+	Addr     string `json:"addr"`
+	Suffrage string `json:"suffrage"` // Voter, Nonvoter, Staging
+}
+
+// Status reports the node's Raft state.
+func (n *Node) Status() Status {
+	r := n.raft
+	s := Status{
+		Group:        n.cfg.Group,
+		ID:           n.cfg.SelfID,
+		Addr:         n.Addr(),
+		State:        r.State().String(),
+		LeaderReady:  n.leaderReady.Load(),
+		Term:         r.CurrentTerm(),
+		LastLogIndex: r.LastIndex(),
+		CommitIndex:  r.CommitIndex(),
+		AppliedIndex: r.AppliedIndex(),
+		LastContact:  r.LastContact(),
+	}
+	s.LeaderID, s.LeaderAddr = n.Leader()
+	if s.State == "Leader" {
+		s.LastContact = time.Now()
+	}
+	if f := r.GetConfiguration(); f.Error() == nil {
+		for _, sv := range f.Configuration().Servers {
+			s.Configuration = append(s.Configuration, ServerStatus{ID: string(sv.ID), Addr: string(sv.Address), Suffrage: sv.Suffrage.String()})
+		}
+	}
+	return s
+}
