@@ -53,7 +53,9 @@ for mode in $MODES; do
 	run "produce, native client, sync, 256 senders" produce --client native -t BenchNativeSync --mode sync -c 256 -s 1024
 	run "produce, official Go client, async, 256 in flight" produce -t BenchOfficial --mode async -c 256 -s 1024
 	run "produce, official Go client, async batches of 16, 256 in flight" produce -t BenchOfficialBatch --mode async -c 256 -s 1024 --batch 16
-	run "consume, native client, everything produced natively" consume --client native -t BenchNative -g bench_native --from first --pull-batch 32
-	run "consume, official Go pull consumer, everything produced natively" consume -t BenchNative -g bench_official --type pull --from first --pull-batch 32
+	# Consumers stop once they have read everything stored, so the rate covers only reading.
+	stored=$(./bin/mqadmin topicStatus -n "$NS" -t BenchNative -o json | grep -o '"maxOffset": *[0-9]*' | awk -F: '{s+=$2} END {print s+0}')
+	run "consume $stored messages, native client" consume --client native -t BenchNative -g bench_native --from first --pull-batch 32 --expect "$stored"
+	run "consume $stored messages, official Go pull consumer" consume -t BenchNative -g bench_official --type pull --from first --pull-batch 32 --expect "$stored"
 	stop_all
 done
