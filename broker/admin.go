@@ -66,7 +66,11 @@ func (b *Broker) handleDeleteTopic(_ *remoting.Conn, req *remoting.Command) *rem
 		return req.NewResponse(remoting.SystemError, "delete topic config: "+err.Error())
 	}
 	b.offsets.DeleteTopic(topic)
-	if err := b.store.DeleteTopic(topic); err != nil {
+	if b.raft != nil {
+		// Deleting consume queues changes the store, which only the Raft log may do in DLedger
+		// mode (replicas would diverge); until metadata goes through Raft the queues stay.
+		b.logger.Warn("topic config deleted; its consume queues stay until topic deletion goes through Raft", "topic", topic)
+	} else if err := b.st().DeleteTopic(topic); err != nil {
 		return req.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error())
 	}
 	b.logger.Info("topic deleted", "topic", topic)
@@ -95,12 +99,12 @@ func (b *Broker) fastjsonResponse(req *remoting.Command, v protocol.FastjsonEnco
 }
 
 func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	st := b.store.Stats()
+	st := b.st().Stats()
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	table := map[string]string{
 		"brokerVersionDesc":           brokerVersionDesc,
 		"brokerVersion":               strconv.Itoa(int(remoting.ServerVersion)),
-		"brokerRole":                  b.cfg.BrokerRole,
+		"brokerRole":                  b.roleName(),
 		"brokerName":                  b.cfg.BrokerName,
 		"brokerAddr":                  b.brokerAddr,
 		"flushDiskType":               b.cfg.FlushDiskType,
@@ -110,8 +114,8 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 		"msgGetTotalYesterdayMorning": "0",
 		"msgPutTotalTodayMorning":     "0",
 		"msgGetTotalTodayMorning":     "0",
-		"commitLogMinOffset":          i64(b.store.CommitLogMinOffset()),
-		"commitLogMaxOffset":          i64(b.store.CommitLogMaxOffset()),
+		"commitLogMinOffset":          i64(b.st().CommitLogMinOffset()),
+		"commitLogMaxOffset":          i64(b.st().CommitLogMaxOffset()),
 		"dispatchBehindBytes":         "0",
 		"pageCacheLockTimeMills":      "0",
 		"sendThreadPoolQueueSize":     "0",
@@ -165,7 +169,7 @@ func (b *Broker) lastStoreTime(topic string, qid int32, offset int64) int64 {
 	if offset <= 0 {
 		return 0
 	}
-	res := b.store.GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
+	res := b.st().GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
 	if len(res.Records) == 0 {
 		return 0
 	}
@@ -184,9 +188,9 @@ func (b *Broker) handleTopicStats(_ *remoting.Conn, req *remoting.Command) *remo
 	}
 	table := &protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
 	for q := int32(0); q < tc.WriteQueueNums; q++ {
-		maxOff := b.store.MaxOffset(topic, q)
+		maxOff := b.st().MaxOffset(topic, q)
 		table.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.TopicOffset{
-			MinOffset: b.store.MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: b.lastStoreTime(topic, q, maxOff),
+			MinOffset: b.st().MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: b.lastStoreTime(topic, q, maxOff),
 		}
 	}
 	return b.fastjsonResponse(req, table)
@@ -241,7 +245,7 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 			}
 			pull, _ := b.offsets.PullOffset(group, t, q)
 			stats.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.OffsetWrapper{
-				BrokerOffset: b.store.MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
+				BrokerOffset: b.st().MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
 				LastTimestamp: b.lastStoreTime(t, q, consumer),
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
 	"rocketraft/config"
+	"rocketraft/dledger"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -35,7 +36,8 @@ type Broker struct {
 	storeHost  netip.AddrPort
 	brokerAddr string
 
-	store    *storage.Store
+	local    *storage.Store // classic mode only; DLedger mode reads through raft.fsm.Store()
+	raft     *raftGroup     // DLedger mode only
 	log      CommitLog
 	topics   *meta.Topics
 	groups   *meta.Groups
@@ -44,9 +46,14 @@ type Broker struct {
 	longPoll *longPoll
 	server   *remoting.Server
 	nsClient *remoting.Client
-	stats    *stats
+	// DLedger mode: writes a follower forwards to the leader go through fwdClient, to the
+	// address leaderAddrs learned.
+	fwdClient   *remoting.Client
+	leaderAddrs leaderAddrCache
+	stats       *stats
 
 	registerNow chan struct{}
+	role        roleState // DLedger mode: what Raft says this node is
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
@@ -69,14 +76,12 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create config directory: %w", err)
 	}
-	store, err := storage.Open(b.storeConfig())
+	closeLog, err := b.openCommitLog()
 	if err != nil {
-		return nil, fmt.Errorf("open store at %s: %w", cfg.StorePathRootDir, err)
+		return nil, err
 	}
-	b.store = store
-	b.log = store
 	fail := func(err error) (*Broker, error) {
-		_ = store.Close()
+		closeLog()
 		return nil, err
 	}
 	if b.topics, err = meta.OpenTopics(filepath.Join(configDir, "topics.json"), logger.Named("topics")); err != nil {
@@ -102,7 +107,38 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		},
 	})
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client")})
+	if b.raft != nil {
+		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client")})
+	}
 	return b, nil
+}
+
+// openCommitLog opens the store and the append path: the local store in classic mode, the Raft
+// group with its state machine in DLedger mode. The returned func undoes it when New fails later.
+func (b *Broker) openCommitLog() (func(), error) {
+	if b.cfg.EnableDLegerCommitLog {
+		rg, err := openRaftGroup(b.cfg, b.storeConfig(), b.logger)
+		if err != nil {
+			return nil, err
+		}
+		b.raft, b.log = rg, rg
+		return func() { _ = rg.close() }, nil
+	}
+	store, err := storage.Open(b.storeConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open store at %s: %w", b.cfg.StorePathRootDir, err)
+	}
+	b.local, b.log = store, store
+	return func() { _ = store.Close() }, nil
+}
+
+// st is the store reads go to. In DLedger mode it is the state machine's current store, which a
+// snapshot Restore replaces, so it must be fetched for every request, never kept.
+func (b *Broker) st() *storage.Store {
+	if b.raft != nil {
+		return b.raft.store(b.stop)
+	}
+	return b.local
 }
 
 func (b *Broker) storeConfig() storage.Config {
@@ -156,11 +192,15 @@ func (b *Broker) Start() error {
 	}
 
 	b.wg.Add(3)
+	if b.raft != nil {
+		b.wg.Add(1)
+		go b.watchRole()
+	}
 	go b.registerLoop()
 	go b.longPoll.run()
 	go b.housekeeping()
 	b.logger.Info("broker started", "cluster", b.cfg.BrokerClusterName, "broker", b.cfg.BrokerName,
-		"brokerId", b.cfg.BrokerID, "role", b.cfg.BrokerRole, "addr", b.brokerAddr,
+		"brokerId", b.brokerID(), "role", b.roleName(), "dleger", b.cfg.EnableDLegerCommitLog, "addr", b.brokerAddr,
 		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "namesrv", b.cfg.NamesrvAddr)
 	return nil
 }
@@ -182,6 +222,9 @@ func (b *Broker) Addr() string { return b.brokerAddr }
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
+		if b.raft != nil {
+			b.raft.handOff(b.logger)
+		}
 		close(b.stop)
 		if b.server != nil {
 			b.unregisterAll()
@@ -189,10 +232,17 @@ func (b *Broker) Close() error {
 		}
 		b.wg.Wait()
 		_ = b.nsClient.Close()
+		if b.fwdClient != nil {
+			_ = b.fwdClient.Close()
+		}
 		if perr := b.offsets.Persist(); perr != nil {
 			b.logger.Error("persist consumer offsets at shutdown", "error", perr)
 		}
-		err = b.store.Close()
+		if b.raft != nil {
+			err = b.raft.close()
+		} else {
+			err = b.local.Close()
+		}
 	})
 	return err
 }
@@ -228,6 +278,11 @@ func errorCode(err error) (int32, string) {
 		return remoting.MessageIllegal, err.Error()
 	case errors.Is(err, storage.ErrDiskFull):
 		return remoting.ServiceNotAvailable, "service not available now, maybe disk full: " + err.Error()
+	case errors.Is(err, dledger.ErrNotLeader):
+		return remoting.ServiceNotAvailable, "service not available now: this node is not the Raft leader: " + err.Error()
+	case errors.Is(err, dledger.ErrLeadershipLost), errors.Is(err, dledger.ErrShutdown),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return remoting.SystemError, "the replicated append did not finish, its outcome is unknown (retry; it may be stored twice): " + err.Error()
 	case errors.Is(err, storage.ErrStoreClosed):
 		return remoting.ServiceNotAvailable, "service not available now: the store is shutting down"
 	default:

@@ -23,13 +23,18 @@ func (b *Broker) startHTTP() error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		st := b.store.Stats()
+		st := b.st().Stats()
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.cfg.BrokerID,
-			"role": b.cfg.BrokerRole, "addr": b.brokerAddr, "store": st,
+		status := map[string]any{
+			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.brokerID(),
+			"role": b.roleName(), "addr": b.brokerAddr, "store": st,
 			"putTotal": b.stats.putTotal.Load(), "getTotal": b.stats.getTotal.Load(),
-		})
+		}
+		if b.raft != nil {
+			status["raft"] = b.raft.node.Status()
+			status["batcher"] = b.raft.batcher.Stats()
+		}
+		_ = json.NewEncoder(w).Encode(status)
 	})
 	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.HTTPPort)))
 	if err != nil {

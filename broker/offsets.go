@@ -26,7 +26,7 @@ func (b *Broker) handleQueryConsumerOffset(_ *remoting.Conn, req *remoting.Comma
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
 	}
-	if b.store.MinOffset(topic, qid) <= 0 && b.queueIsYoung(topic, qid) {
+	if b.st().MinOffset(topic, qid) <= 0 && b.queueIsYoung(topic, qid) {
 		resp.SetExt("offset", "0")
 		return resp
 	}
@@ -34,12 +34,12 @@ func (b *Broker) handleQueryConsumerOffset(_ *remoting.Conn, req *remoting.Comma
 }
 
 func (b *Broker) queueIsYoung(topic string, qid int32) bool {
-	res := b.store.GetMessages(topic, qid, 0, 1, maxPullBytes, nil)
+	res := b.st().GetMessages(topic, qid, 0, 1, maxPullBytes, nil)
 	if len(res.Records) == 0 {
 		return true
 	}
 	phys := physicalOffsetOf(res.Records[0])
-	return b.store.CommitLogMaxOffset()-phys < hotDataWindow
+	return b.st().CommitLogMaxOffset()-phys < hotDataWindow
 }
 
 func (b *Broker) handleUpdateConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -76,13 +76,13 @@ func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
 	s.Handle(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
 	s.Handle(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
 	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(b.store.MaxOffset(t, q), 10), nil
+		return "offset", strconv.FormatInt(b.st().MaxOffset(t, q), 10), nil
 	}))
 	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(b.store.MinOffset(t, q), 10), nil
+		return "offset", strconv.FormatInt(b.st().MinOffset(t, q), 10), nil
 	}))
 	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "timestamp", strconv.FormatInt(b.store.EarliestMsgStoreTime(t, q), 10), nil
+		return "timestamp", strconv.FormatInt(b.st().EarliestMsgStoreTime(t, q), 10), nil
 	}))
 	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(t string, q int32, req *remoting.Command) (string, string, error) {
 		ts, err := req.ExtInt64("timestamp")
@@ -90,6 +90,6 @@ func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
 			return "", "", err
 		}
 		upper := req.Ext("boundaryType") == "upper"
-		return "offset", strconv.FormatInt(b.store.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
+		return "offset", strconv.FormatInt(b.st().SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
 	}))
 }

@@ -47,6 +47,12 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return fail(remoting.NoPermission, "subscription group no permission, "+p.ConsumerGroup)
 	}
 	tc := b.topics.Get(p.Topic)
+	if tc == nil && b.raft != nil && p.QueueID >= 0 && b.st().MaxOffset(p.Topic, p.QueueID) > 0 {
+		// DLedger mode: topic configs are still local to each node (not yet in the Raft log), so
+		// a follower may hold replicated messages of a topic created on the leader. The replica's
+		// store is authoritative for what can be read.
+		tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
+	}
 	if tc == nil {
 		return fail(remoting.TopicNotExist, "topic["+p.Topic+"] not exist, apply first please!")
 	}
@@ -78,7 +84,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	res := b.store.GetMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, maxPullBytes, sub.Match)
+	res := b.st().GetMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, maxPullBytes, sub.Match)
 	resp.SetExt("suggestWhichBrokerId", "0")
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))

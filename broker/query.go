@@ -30,7 +30,7 @@ func (b *Broker) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *re
 		maxNum = defaultQueryMaxNum
 	}
 	maxNum = min(max(maxNum, 1), maxQueryNum)
-	records, lastTS, lastPhy := b.store.QueryByKey(topic, key, int(maxNum), begin, end)
+	records, lastTS, lastPhy := b.st().QueryByKey(topic, key, int(maxNum), begin, end)
 	var body []byte
 	for _, rec := range records {
 		if matchesKey(rec, topic, key, uniq) {
@@ -86,7 +86,7 @@ func (b *Broker) handleViewMessageByID(_ *remoting.Conn, req *remoting.Command) 
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "bad view header: "+err.Error())
 	}
-	rec, err := b.store.ReadRecord(off)
+	rec, err := b.st().ReadRecord(off)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "can not find message by the offset, "+strconv.FormatInt(off, 10))
 	}

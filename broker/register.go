@@ -46,6 +46,12 @@ func (b *Broker) registerLoop() {
 				}
 			}
 		}
+		if b.raft != nil && b.role.get() == roleUnknown {
+			// Nothing is registered before the first role decision (protocol doc §8.3);
+			// watchRole triggers a registration as soon as there is one.
+			t.Reset(retryDelay)
+			continue
+		}
 		if b.registerAll() {
 			t.Reset(period)
 		} else {
@@ -74,7 +80,7 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 		BrokerAddr:   b.brokerAddr,
 		ClusterName:  b.cfg.BrokerClusterName,
 		HaServerAddr: b.cfg.BrokerIP2 + ":" + strconv.Itoa(b.cfg.HAListenPort),
-		BrokerID:     b.cfg.BrokerID,
+		BrokerID:     b.brokerID(),
 	}
 }
 
@@ -112,7 +118,7 @@ func (b *Broker) registerAll() bool {
 }
 
 func (b *Broker) unregisterAll() {
-	h := protocol.BrokerIdentityHeader{BrokerName: b.cfg.BrokerName, BrokerAddr: b.brokerAddr, ClusterName: b.cfg.BrokerClusterName, BrokerID: b.cfg.BrokerID}
+	h := protocol.BrokerIdentityHeader{BrokerName: b.cfg.BrokerName, BrokerAddr: b.brokerAddr, ClusterName: b.cfg.BrokerClusterName, BrokerID: b.brokerID()}
 	var wg sync.WaitGroup
 	for _, addr := range b.cfg.NamesrvAddrs() {
 		wg.Add(1)

@@ -33,6 +33,12 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		resp.Remark = fmt.Sprintf(format, args...)
 		return resp
 	}
+	if ok, remark := b.writable(); !ok {
+		if fwd := b.forwardWrite(conn, req); fwd != nil {
+			return fwd
+		}
+		return fail(remoting.ServiceNotAvailable, "%s", remark)
+	}
 	h, err := parseSendHeader(req)
 	if err != nil {
 		return fail(remoting.SystemError, "bad send header: %v", err)
@@ -86,7 +92,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		}
 	}
 
-	records, err := b.encodeSend(conn, h, req.Body, batch)
+	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
@@ -173,12 +179,7 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, 
 
 // encodeSend turns the request into stored records: one for a single send,
 // one per entry for a batch, all stamped with the same store time.
-func (b *Broker) encodeSend(conn *remoting.Conn, h *protocol.SendMessageRequestHeader, body []byte, batch bool) ([][]byte, error) {
-	bornHost, err := netip.ParseAddrPort(conn.RemoteAddr())
-	if err != nil {
-		bornHost = netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-	}
-	bornHost = netip.AddrPortFrom(bornHost.Addr().Unmap(), bornHost.Port())
+func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, body []byte, batch bool) ([][]byte, error) {
 	m := &message.Message{
 		Topic:          h.Topic,
 		QueueID:        h.QueueID,

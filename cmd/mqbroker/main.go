@@ -53,6 +53,10 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The broker[%s, %s] boot success. namesrv=%s store=%s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr, cfg.StorePathRootDir)
+	if cfg.EnableDLegerCommitLog {
+		// The role (and so the registered brokerId) follows Raft; see the "role changed" log lines.
+		fmt.Printf("DLedger mode: group=%s self=%s peers=%s\n", cfg.DLegerGroup, cfg.DLegerSelfID, cfg.DLegerPeers)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig

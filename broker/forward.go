@@ -1,0 +1,167 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// Extension fields a follower adds to a write it forwards to the leader. A forwarded request is
+// never forwarded again (no loops while leadership moves), and the original client's address
+// stays the message's born host.
+const (
+	extForwarded = "__rrForwarded"
+	extBornHost  = "__rrBornHost"
+)
+
+const (
+	// forwardTimeout bounds one forwarded write: under the Go client's 3 s send timeout would
+	// be nicer, but an append may legitimately take seconds on a stalled disk; the client gives
+	// up on its own and retries.
+	forwardTimeout = 5 * time.Second
+	// leaderAddrTTL bounds how long a learned leader broker address is trusted without Raft's
+	// leader id changing: the name servers' view can lag a failover by a registration.
+	leaderAddrTTL = 2 * time.Second
+)
+
+// leaderAddrCache remembers the current leader's broker (remoting) address, keyed by the Raft
+// leader id it was learned under.
+//
+// Raft knows the leader's Raft address, not its broker address. The leader registers its broker
+// address as brokerId 0 at every name server the moment it is ready, so the name servers' route
+// of the topic named after the broker (a system topic every broker registers) is where a follower
+// learns it: no change to the Raft log or the fsm, the same source of truth clients use, and
+// only looked up when a write actually needs forwarding. An address that equals ours (a stale
+// route naming us as master) is never used.
+type leaderAddrCache struct {
+	mu       sync.Mutex
+	leaderID string
+	addr     string
+	at       time.Time
+}
+
+func (c *leaderAddrCache) get(leaderID string, now time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.addr == "" || c.leaderID != leaderID || now.Sub(c.at) > leaderAddrTTL {
+		return "", false
+	}
+	return c.addr, true
+}
+
+func (c *leaderAddrCache) put(leaderID, addr string, now time.Time) {
+	c.mu.Lock()
+	c.leaderID, c.addr, c.at = leaderID, addr, now
+	c.mu.Unlock()
+}
+
+func (c *leaderAddrCache) forget() {
+	c.mu.Lock()
+	c.addr = ""
+	c.mu.Unlock()
+}
+
+// leaderBrokerAddr returns the current Raft leader's broker address, or "" when no leader is
+// known or the name servers do not show one other than this node yet.
+func (b *Broker) leaderBrokerAddr(ctx context.Context) string {
+	id, _ := b.raft.node.Leader()
+	if id == "" || id == b.raft.selfID {
+		return ""
+	}
+	now := time.Now()
+	if addr, ok := b.leaderAddrs.get(id, now); ok {
+		return addr
+	}
+	for _, ns := range b.cfg.NamesrvAddrs() {
+		addr, err := b.routeMaster(ctx, ns)
+		if err != nil {
+			b.logger.Debug("leader address lookup failed", "namesrv", ns, "error", err)
+			continue
+		}
+		if addr == "" || addr == b.brokerAddr {
+			continue
+		}
+		b.leaderAddrs.put(id, addr, now)
+		return addr
+	}
+	return ""
+}
+
+// routeMaster reads brokerId 0's address of this broker group from one name server.
+func (b *Broker) routeMaster(ctx context.Context, ns string) (string, error) {
+	h := protocol.GetRouteInfoRequestHeader{Topic: b.cfg.BrokerName}
+	resp, err := b.nsClient.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
+	if err != nil {
+		return "", fmt.Errorf("route of %s: %w", b.cfg.BrokerName, err)
+	}
+	if resp.Code != remoting.Success {
+		return "", fmt.Errorf("route of %s: code %d %s", b.cfg.BrokerName, resp.Code, resp.Remark)
+	}
+	var rd protocol.TopicRouteData
+	if err := protocol.Decode(resp.Body, &rd); err != nil {
+		return "", fmt.Errorf("decode route of %s: %w", b.cfg.BrokerName, err)
+	}
+	for _, bd := range rd.BrokerDatas {
+		if bd != nil && bd.BrokerName == b.cfg.BrokerName {
+			return bd.BrokerAddrs[protocol.MasterID], nil
+		}
+	}
+	return "", nil
+}
+
+// forwardWrite sends a write this non-leader received to the leader and relays the answer, so a
+// client with a stale route keeps succeeding. It returns nil when the write cannot be forwarded
+// (already forwarded once, no leader known): the caller then answers SERVICE_NOT_AVAILABLE.
+// A failure before the request left this node is SERVICE_NOT_AVAILABLE too (nothing happened);
+// a failure after it is SYSTEM_ERROR, since the leader may have stored it.
+func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.raft == nil || req.Ext(extForwarded) != "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
+	defer cancel()
+	addr := b.leaderBrokerAddr(ctx)
+	if addr == "" {
+		return nil
+	}
+	ext := copyExt(req.ExtFields)
+	ext[extForwarded] = b.raft.selfID
+	ext[extBornHost] = conn.RemoteAddr()
+	fwd := remoting.NewRequest(req.Code, ext, req.Body)
+	c, err := b.fwdClient.Conn(ctx, addr)
+	if err != nil {
+		b.leaderAddrs.forget()
+		return req.NewResponse(remoting.ServiceNotAvailable, fmt.Sprintf("service not available now: cannot reach the leader at %s: %v", addr, err))
+	}
+	resp, err := c.Invoke(ctx, fwd)
+	if err != nil {
+		b.leaderAddrs.forget()
+		b.fwdClient.CloseAddr(addr)
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("forwarding to the leader at %s failed, the outcome is unknown (retry; it may be stored twice): %v", addr, err))
+	}
+	if resp.Code == remoting.ServiceNotAvailable {
+		b.leaderAddrs.forget() // it was not the leader (any more): look it up again next time
+	}
+	out := req.NewResponse(resp.Code, resp.Remark)
+	out.ExtFields, out.Body = resp.ExtFields, resp.Body
+	return out
+}
+
+// bornHost is the client's address: the connection's peer, or for a write a follower forwarded,
+// the address the follower received it from.
+func bornHost(conn *remoting.Conn, req *remoting.Command) netip.AddrPort {
+	s := conn.RemoteAddr()
+	if req.Ext(extForwarded) != "" && req.Ext(extBornHost) != "" {
+		s = req.Ext(extBornHost)
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

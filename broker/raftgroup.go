@@ -1,0 +1,179 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/config"
+	"rocketraft/dledger"
+	"rocketraft/fsm"
+	"rocketraft/storage"
+)
+
+// appendBatcher is the group-commit batcher the broker submits sends through: one item per send
+// (a batch send's records stay one item, so they stay contiguous), one result per item.
+type appendBatcher = dledger.Batcher[[][]byte, []storage.AppendResult]
+
+// raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
+// that owns the store, and the batcher in front of Raft. The broker never writes to the store
+// itself in this mode (architecture.md); it only reads fsm.Store().
+type raftGroup struct {
+	fsm     *fsm.FSM
+	node    *dledger.Node
+	batcher *appendBatcher
+	selfID  string
+	// index is dLegerSelfId's 0-based position in dLegerPeers: a follower registers as
+	// brokerId index+1, so ids are stable and unique per node.
+	index int
+}
+
+var _ CommitLog = (*raftGroup)(nil)
+
+// raftDataDir is where a node keeps its Raft state and its replicated store, under
+// storePathRootDir, so one root can never be opened in both modes by mistake.
+func raftDataDir(root, selfID string) string {
+	return filepath.Join(root, "dledger-"+selfID)
+}
+
+// openRaftGroup builds the state machine over a store configured as in classic mode but rooted in
+// <storePathRootDir>/dledger-<selfId>/store, then starts the Raft node on this node's
+// dLegerPeers address and the batcher.
+func openRaftGroup(cfg *config.Broker, sc storage.Config, logger hclog.Logger) (*raftGroup, error) {
+	peers, err := dledger.ParsePeers(cfg.DLegerPeers)
+	if err != nil {
+		return nil, fmt.Errorf("dLegerPeers: %w", err)
+	}
+	index := -1
+	for i, p := range peers {
+		if p.ID == cfg.DLegerSelfID {
+			index = i
+		}
+	}
+	if index < 0 {
+		return nil, fmt.Errorf("dLegerSelfId %q is not in dLegerPeers %q", cfg.DLegerSelfID, cfg.DLegerPeers)
+	}
+	// The state machine swaps its store root as a whole on a snapshot restore, so a commitlog
+	// directory elsewhere (classic mode's storePathCommitLog) cannot be honoured.
+	if def := filepath.Join(cfg.StorePathRootDir, "commitlog"); cfg.StorePathCommitLog != "" && filepath.Clean(cfg.StorePathCommitLog) != def {
+		return nil, fmt.Errorf("storePathCommitLog %q: not supported with enableDLegerCommitLog=true (the replicated store lives under storePathRootDir)", cfg.StorePathCommitLog)
+	}
+	if entries, err := os.ReadDir(filepath.Join(cfg.StorePathRootDir, "commitlog")); err == nil && len(entries) > 0 {
+		// Switching a classic store to DLedger mode in place is not supported (as in RocketMQ):
+		// say so instead of silently serving an empty replicated store.
+		logger.Warn("a classic commitlog exists under storePathRootDir; DLedger mode does not read it",
+			"classic", filepath.Join(cfg.StorePathRootDir, "commitlog"))
+	}
+	dir := raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID)
+	sc.StorePathRootDir = filepath.Join(dir, "store")
+	sc.StorePathCommitLog = ""
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
+	}
+	node, err := dledger.Open(dledger.Config{
+		Group:   cfg.DLegerGroup,
+		SelfID:  cfg.DLegerSelfID,
+		Peers:   peers,
+		DataDir: filepath.Join(dir, "raft"),
+		Logger:  logger.Named("raft"),
+		// Timeouts, snapshot interval/threshold and trailing logs: the dledger defaults, chosen
+		// for sub-second failover and a bounded log (see dledger's package doc).
+	}, f)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
+	}
+	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, index: index}
+	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{})
+	logger.Info("raft group member open", "group", cfg.DLegerGroup, "self", cfg.DLegerSelfID,
+		"peers", cfg.DLegerPeers, "dir", dir, "appliedIndex", f.AppliedIndex())
+	return rg, nil
+}
+
+// appendCodec plugs the fsm's message-entry format into the batcher.
+var appendCodec = dledger.BatchCodec[[][]byte, []storage.AppendResult]{
+	Encode: fsm.EncodeMessages,
+	Size: func(recs [][]byte) int {
+		n := 4
+		for _, r := range recs {
+			n += 4 + len(r)
+		}
+		return n
+	},
+	Split: splitApplyResult,
+}
+
+// splitApplyResult hands each send its own append outcome from the entry's *fsm.ApplyResult.
+func splitApplyResult(resp any, n int) ([]dledger.Result[[]storage.AppendResult], error) {
+	r, ok := resp.(*fsm.ApplyResult)
+	if !ok || r == nil || len(r.Appends) != n {
+		return nil, fmt.Errorf("unexpected apply result %T for %d appends", resp, n)
+	}
+	out := make([]dledger.Result[[]storage.AppendResult], n)
+	for i, a := range r.Appends {
+		out[i] = dledger.Result[[]storage.AppendResult]{Value: a.Results, Err: a.Err}
+	}
+	return out, nil
+}
+
+// Append submits one send's records as one batcher item and returns their results once the
+// entry is committed and applied on this node.
+func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.AppendResult, error) {
+	res, err := rg.batcher.Submit(ctx, records)
+	if err != nil {
+		return nil, fmt.Errorf("replicated append: %w", err)
+	}
+	if len(res) != len(records) {
+		return nil, fmt.Errorf("replicated append: %d results for %d records", len(res), len(records))
+	}
+	return res, nil
+}
+
+// store returns the state machine's current store. While a snapshot restore swaps the store
+// directories it is nil for a moment; readers wait for the new one rather than crash. It returns
+// nil only if stop closes first (shutdown; the request handlers are gone by then).
+func (rg *raftGroup) store(stop <-chan struct{}) *storage.Store {
+	for {
+		if s := rg.fsm.Store(); s != nil {
+			return s
+		}
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// handOffTimeout bounds the leadership transfer of a clean shutdown.
+const handOffTimeout = 3 * time.Second
+
+// handOff hands leadership to the most up-to-date follower before a clean shutdown, so the group
+// has a new master in milliseconds instead of after an election timeout. Failure (no other
+// voter, no quorum) only costs that timeout, so it is logged, not returned.
+func (rg *raftGroup) handOff(logger hclog.Logger) {
+	if !rg.node.IsLeader() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handOffTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := rg.node.TransferLeadership(ctx, ""); err != nil {
+		logger.Warn("leadership hand-off at shutdown failed", "error", err)
+		return
+	}
+	logger.Info("leadership handed off for shutdown", "took", time.Since(start).Round(time.Millisecond))
+}
+
+// close stops the batcher (failing queued sends), then Raft, then the state machine, which
+// flushes the store: in that order nothing applies to a closed store.
+func (rg *raftGroup) close() error {
+	rg.batcher.Close()
+	return errors.Join(rg.node.Shutdown(), rg.fsm.Close())
+}

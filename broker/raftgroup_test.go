@@ -1,0 +1,215 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"rocketraft/config"
+	"rocketraft/dledger"
+	"rocketraft/fsm"
+	"rocketraft/message"
+	"rocketraft/remoting"
+	"rocketraft/storage"
+)
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// dlegerConfig is a DLedger-mode broker configuration for node self of peers, in dir, with a
+// name server address nobody listens on (registration failures are only logged).
+func dlegerConfig(t *testing.T, dir, self, peers string) *config.Broker {
+	t.Helper()
+	cfg := config.NewBroker()
+	cfg.BrokerName = "raft-unit"
+	cfg.StorePathRootDir = dir
+	cfg.ListenPort = 0
+	cfg.NamesrvAddr = freeAddr(t)
+	cfg.MappedFileSizeCommitLog = 1 << 20
+	cfg.MapedFileSizeConsumeQueue = 1000 * 20
+	cfg.EnableDLegerCommitLog = true
+	cfg.DLegerGroup = "raft-unit"
+	cfg.DLegerPeers = peers
+	cfg.DLegerSelfID = self
+	cfg.Normalize()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func startDLeger(t *testing.T, cfg *config.Broker) *Broker {
+	t.Helper()
+	b, err := New(cfg, nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := b.Start(); err != nil {
+		_ = b.Close()
+		t.Fatalf("Start: %v", err)
+	}
+	return b
+}
+
+func testRecord(t *testing.T, topic, body string) []byte {
+	t.Helper()
+	rec, err := message.EncodeRecord(&message.Message{
+		Topic: topic, Body: []byte(body), BornTimestamp: 1, StoreTimestamp: time.Now().UnixMilli(),
+		BornHost: netip.MustParseAddrPort("127.0.0.1:1"), StoreHost: netip.MustParseAddrPort("127.0.0.1:2"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// A one-node group elects itself: the node becomes SYNC_MASTER with brokerId 0, appends go
+// through Raft into the state machine's store, reads see them, and a restart replays to the
+// same state.
+func TestDLegerSingleNodeLeader(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dlegerConfig(t, dir, "n0", "n0-"+freeAddr(t))
+	b := startDLeger(t, cfg)
+	waitRole(t, b, roleLeader)
+	if b.brokerID() != 0 || b.roleName() != config.RoleSyncMaster {
+		t.Fatalf("leader registers as %d/%s", b.brokerID(), b.roleName())
+	}
+	if ok, remark := b.writable(); !ok {
+		t.Fatalf("leader not writable: %s", remark)
+	}
+	ctx := context.Background()
+	res, err := b.log.Append(ctx, [][]byte{testRecord(t, "T", "a"), testRecord(t, "T", "b")})
+	if err != nil {
+		t.Fatalf("append: %v", err)
+	}
+	if len(res) != 2 || res[0].QueueOffset != 0 || res[1].QueueOffset != 1 || res[1].PhysicalOffset <= res[0].PhysicalOffset {
+		t.Fatalf("append results %+v", res)
+	}
+	if got := b.st().MaxOffset("T", 0); got != 2 {
+		t.Fatalf("max offset %d after two appends", got)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+
+	b = startDLeger(t, cfg)
+	defer b.Close()
+	if got := b.st().MaxOffset("T", 0); got != 2 {
+		t.Fatalf("max offset %d after restart", got)
+	}
+	waitRole(t, b, roleLeader)
+	res, err = b.log.Append(ctx, [][]byte{testRecord(t, "T", "c")})
+	if err != nil || res[0].QueueOffset != 2 {
+		t.Fatalf("append after restart: %+v %v", res, err)
+	}
+}
+
+// A node whose peers never come up has no role: it registers nothing, refuses writes with a
+// remark, and the append path's ErrNotLeader maps to SERVICE_NOT_AVAILABLE.
+func TestDLegerNoLeaderRefusesWrites(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dlegerConfig(t, dir, "n1", fmt.Sprintf("n0-%s;n1-%s;n2-%s", freeAddr(t), freeAddr(t), freeAddr(t)))
+	b := startDLeger(t, cfg)
+	defer b.Close()
+	time.Sleep(300 * time.Millisecond)
+	if b.role.get() != roleUnknown {
+		t.Fatalf("role %d without any leader", b.role.get())
+	}
+	if b.brokerID() != 2 || b.roleName() != config.RoleSlave {
+		t.Fatalf("non-leader n1 would register as %d/%s, want 2/SLAVE", b.brokerID(), b.roleName())
+	}
+	ok, remark := b.writable()
+	if ok || !strings.Contains(remark, "no leader") {
+		t.Fatalf("writable=%v remark %q", ok, remark)
+	}
+	_, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", "x")})
+	if !errors.Is(err, dledger.ErrNotLeader) {
+		t.Fatalf("append on a non-leader: %v", err)
+	}
+	if code, _ := errorCode(err); code != remoting.ServiceNotAvailable {
+		t.Fatalf("ErrNotLeader maps to %d", code)
+	}
+}
+
+func waitRole(t *testing.T, b *Broker, want int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.role.get() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("role %d, want %d", b.role.get(), want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Outcome-unknown failures must never look like success or like "not stored, retry elsewhere"
+// only: they answer SYSTEM_ERROR.
+func TestErrorCodeRaftOutcomes(t *testing.T) {
+	cases := []struct {
+		err  error
+		want int32
+	}{
+		{fmt.Errorf("replicated append: %w", &dledger.NotLeaderError{LeaderID: "n0", LeaderAddr: "h:1"}), remoting.ServiceNotAvailable},
+		{fmt.Errorf("replicated append: %w", dledger.ErrLeadershipLost), remoting.SystemError},
+		{fmt.Errorf("replicated append: %w", context.DeadlineExceeded), remoting.SystemError},
+		{fmt.Errorf("replicated append: %w", dledger.ErrShutdown), remoting.SystemError},
+		{fmt.Errorf("replicated append: %w", storage.ErrMessageIllegal), remoting.MessageIllegal},
+	}
+	for _, c := range cases {
+		if got, remark := errorCode(c.err); got != c.want || remark == "" {
+			t.Errorf("%v: code %d (%q), want %d", c.err, got, remark, c.want)
+		}
+	}
+}
+
+func TestSplitApplyResult(t *testing.T) {
+	r := &fsm.ApplyResult{Appends: []fsm.AppendOutcome{
+		{Results: []storage.AppendResult{{QueueOffset: 7}}},
+		{Err: storage.ErrMessageIllegal},
+	}}
+	out, err := splitApplyResult(r, 2)
+	if err != nil || out[0].Value[0].QueueOffset != 7 || !errors.Is(out[1].Err, storage.ErrMessageIllegal) {
+		t.Fatalf("split: %+v %v", out, err)
+	}
+	if _, err := splitApplyResult(r, 3); err == nil {
+		t.Fatal("a count mismatch must fail the entry")
+	}
+	if _, err := splitApplyResult("x", 1); err == nil {
+		t.Fatal("a foreign response must fail the entry")
+	}
+}
+
+func TestLeaderAddrCache(t *testing.T) {
+	var c leaderAddrCache
+	now := time.Now()
+	if _, ok := c.get("n0", now); ok {
+		t.Fatal("empty cache hit")
+	}
+	c.put("n0", "127.0.0.1:1", now)
+	if a, ok := c.get("n0", now.Add(time.Second)); !ok || a != "127.0.0.1:1" {
+		t.Fatalf("get = %q %v", a, ok)
+	}
+	if _, ok := c.get("n1", now); ok {
+		t.Fatal("a new leader id must not reuse the old leader's address")
+	}
+	if _, ok := c.get("n0", now.Add(leaderAddrTTL+time.Millisecond)); ok {
+		t.Fatal("stale entry served")
+	}
+	c.forget()
+	if _, ok := c.get("n0", now); ok {
+		t.Fatal("forgotten entry served")
+	}
+}

@@ -1,0 +1,215 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// raftGroup is one DLedger-mode broker group: mqbroker processes with the same brokerName,
+// each a member of one Raft group through dLegerPeers.
+type raftGroup struct {
+	ns    *namesrv
+	name  string // brokerName = dLegerGroup
+	nodes []*broker
+}
+
+// startRaftGroup starts n DLedger brokers (ids n0..n<n-1>) on fresh ports and data directories
+// and waits until each has registered with ns. They start together: no node registers before
+// it knows its role, which needs a leader, which needs a majority running.
+func startRaftGroup(t testing.TB, ns *namesrv, n int, opts ...brokerOpt) *raftGroup {
+	t.Helper()
+	needBinaries(t)
+	g := &raftGroup{ns: ns, name: uniq("raftgroup")}
+	peers := make([]string, n)
+	for i := range n {
+		peers[i] = fmt.Sprintf("n%d-127.0.0.1:%d", i, freePort(t))
+	}
+	for i := range n {
+		dir := t.TempDir()
+		b := &broker{
+			t:          t,
+			name:       g.name,
+			storeRoot:  filepath.Join(dir, "store"),
+			nsAddr:     ns.addr,
+			props:      dlegerProps(ns.addr),
+			flags:      map[string]string{},
+			configPath: filepath.Join(dir, "broker.properties"),
+		}
+		b.port = freePort(t, -2, 1)
+		b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
+		b.props["brokerName"] = g.name
+		b.props["storePathRootDir"] = b.storeRoot
+		b.props["listenPort"] = strconv.Itoa(b.port)
+		b.props["dLegerGroup"] = g.name
+		b.props["dLegerPeers"] = strings.Join(peers, ";")
+		b.props["dLegerSelfId"] = fmt.Sprintf("n%d", i)
+		for _, o := range opts {
+			o(b)
+		}
+		b.writeConfig()
+		b.proc = &proc{
+			name:    fmt.Sprintf("mqbroker %s/n%d", g.name, i),
+			bin:     filepath.Join(binDir, "mqbroker"),
+			args:    []string{"-c", b.configPath},
+			env:     []string{"HOME=" + dir},
+			logPath: filepath.Join(dir, "mqbroker.log"),
+		}
+		b.start(t)
+		register(t, b.proc)
+		g.nodes = append(g.nodes, b)
+	}
+	for _, b := range g.nodes {
+		if err := b.waitReady(30 * time.Second); err != nil {
+			t.Fatalf("%s did not become ready: %v", b.proc.name, err)
+		}
+	}
+	return g
+}
+
+// dlegerProps is the test broker configuration (as startBroker's) in DLedger mode, with small
+// commitlog and consume-queue files so a test's messages span several of them.
+func dlegerProps(nsAddr string) map[string]string {
+	return map[string]string{
+		"brokerClusterName":         "DefaultCluster",
+		"brokerIP1":                 "127.0.0.1",
+		"namesrvAddr":               nsAddr,
+		"mappedFileSizeCommitLog":   strconv.Itoa(16 << 10),
+		"maxMessageSize":            strconv.Itoa(8 << 10),
+		"flushDiskType":             "ASYNC_FLUSH",
+		"autoCreateTopicEnable":     "true",
+		"registerNameServerPeriod":  "2000",
+		"maxHashSlotNum":            "50000",
+		"maxIndexNum":               "200000",
+		"mapedFileSizeConsumeQueue": strconv.Itoa(50 * 20),
+		"enableDLegerCommitLog":     "true",
+	}
+}
+
+// node returns the member whose remoting address is addr, or nil.
+func (g *raftGroup) node(addr string) *broker {
+	for _, b := range g.nodes {
+		if b.addr == addr {
+			return b
+		}
+	}
+	return nil
+}
+
+// asCluster lets the single-broker helpers (readAll, ...) read from one member.
+func (g *raftGroup) asCluster(b *broker) *cluster { return &cluster{ns: g.ns, b: b} }
+
+var brokerAddrsRE = regexp.MustCompile(`"brokerAddrs"\s*:\s*\{([^}]*)\}`)
+var brokerAddrRE = regexp.MustCompile(`"?(\d+)"?\s*:\s*"([^"]+)"`)
+
+// routeAddrs returns the group's brokerId -> address map from the name server's route of
+// topic (the only group in these tests' name servers).
+func routeAddrs(nsAddr, topic string) (map[int64]string, error) {
+	resp, err := rawRequest(nsAddr, codeGetRouteInfo, map[string]string{"topic": topic}, nil, 3*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("route query for %s: %w", topic, err)
+	}
+	if resp.Code != respSuccess {
+		return nil, fmt.Errorf("route query for %s: code %d %q", topic, resp.Code, resp.Remark)
+	}
+	m := brokerAddrsRE.FindSubmatch(resp.Body)
+	if m == nil {
+		return nil, fmt.Errorf("route for %s has no brokerAddrs: %s", topic, resp.Body)
+	}
+	out := map[int64]string{}
+	for _, kv := range brokerAddrRE.FindAllSubmatch(m[1], -1) {
+		id, _ := strconv.ParseInt(string(kv[1]), 10, 64)
+		out[id] = string(kv[2])
+	}
+	return out, nil
+}
+
+// waitMaster waits until the route of TBW102 shows a master (brokerId 0) that is a running
+// member other than not, and returns it. It polls every 20 ms (not eventually's back-off), so the
+// failover time it measures is accurate to that.
+func (g *raftGroup) waitMaster(t testing.TB, timeout time.Duration, not *broker) *broker {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		addrs, err := routeAddrs(g.ns.addr, "TBW102")
+		if err == nil {
+			b := g.node(addrs[0])
+			switch {
+			case b == nil:
+				err = fmt.Errorf("no master of ours in the route: %v", addrs)
+			case b == not || !b.running():
+				err = fmt.Errorf("the route's master %s is the stopped node: %v", b.addr, addrs)
+			default:
+				return b
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no master in the route of %s within %v: %v", g.name, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// commitLogDir is where a DLedger node's replicated commitlog lives (broker/raftgroup.go).
+func commitLogDir(b *broker) string {
+	return filepath.Join(b.storeRoot, "dledger-"+b.props["dLegerSelfId"], "store", "commitlog")
+}
+
+// compareCommitLogs checks that the nodes' commitlog files are byte-identical over their common
+// prefix: the same file names in the same order, and within each file the same bytes up to the
+// shorter copy's length. It returns the bytes compared per pair of nodes (the smallest).
+func compareCommitLogs(t testing.TB, nodes []*broker) int64 {
+	t.Helper()
+	type file struct {
+		name string
+		data []byte
+	}
+	read := func(b *broker) []file {
+		dir := commitLogDir(b)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("read %s: %v", dir, err)
+		}
+		var out []file
+		for _, e := range entries {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				t.Fatalf("read commitlog file: %v", err)
+			}
+			out = append(out, file{e.Name(), data})
+		}
+		slices.SortFunc(out, func(a, b file) int { return strings.Compare(a.name, b.name) })
+		return out
+	}
+	ref := read(nodes[0])
+	compared := int64(-1)
+	for _, b := range nodes[1:] {
+		other := read(b)
+		var pair int64
+		for i := range min(len(ref), len(other)) {
+			if ref[i].name != other[i].name {
+				t.Fatalf("commitlog files differ: %s has %s where %s has %s", nodes[0].proc.name, ref[i].name, b.proc.name, other[i].name)
+			}
+			n := min(len(ref[i].data), len(other[i].data))
+			if !bytes.Equal(ref[i].data[:n], other[i].data[:n]) {
+				at := 0
+				for at < n && ref[i].data[at] == other[i].data[at] {
+					at++
+				}
+				t.Fatalf("commitlog %s differs between %s and %s at byte %d", ref[i].name, nodes[0].proc.name, b.proc.name, at)
+			}
+			pair += int64(n)
+		}
+		if compared < 0 || pair < compared {
+			compared = pair
+		}
+	}
+	return compared
+}
