@@ -33,6 +33,10 @@ var commands = []*command{
 	consumerProgressCommand,
 	queryMsgByKeyCommand,
 	queryMsgByIDCommand,
+	raftStatusCommand,
+	transferLeaderCommand,
+	addPeerCommand,
+	removePeerCommand,
 }
 
 func lookup(name string) *command {

@@ -32,6 +32,10 @@
 //	                  without -g every group with a retry topic, plus GET_CONSUMER_CONNECTION_LIST (203)
 //	queryMsgByKey     route, then QUERY_MESSAGE (12) per master
 //	queryMsgById      VIEW_MESSAGE_BY_ID (33) to the store host encoded in the offset message id
+//	raftStatus        GET_BROKER_CLUSTER_INFO (106), then GET_RAFT_STATUS (32001, ours) per address
+//	transferLeader    TRANSFER_RAFT_LEADER (32002, ours) to the group's master (a follower forwards)
+//	addPeer           ADD_RAFT_PEER (32003, ours), likewise
+//	removePeer        REMOVE_RAFT_PEER (32004, ours), likewise
 //
 // # Exit status
 //

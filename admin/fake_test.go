@@ -100,7 +100,8 @@ type brokerState struct {
 	consume *protocol.ConsumeStats
 	query   []byte // QUERY_MESSAGE body; nil answers QUERY_NOT_FOUND
 	view    map[string][]byte
-	fail    map[int32]string // code → remark of a SYSTEM_ERROR answer
+	fail    map[int32]string     // code → remark of a SYSTEM_ERROR answer
+	raft    *protocol.RaftStatus // nil: GET_RAFT_STATUS answers REQUEST_CODE_NOT_SUPPORTED
 }
 
 func brokerHandlers(st *brokerState) map[int32]func(*remoting.Command) *remoting.Command {
@@ -114,6 +115,15 @@ func brokerHandlers(st *brokerState) map[int32]func(*remoting.Command) *remoting
 	}
 	plain := func(req *remoting.Command) *remoting.Command { return req.NewResponse(remoting.Success, "") }
 	return map[int32]func(*remoting.Command) *remoting.Command{
+		remoting.GetRaftStatus: failOr(remoting.GetRaftStatus, func(req *remoting.Command) *remoting.Command {
+			if st.raft == nil {
+				return req.NewResponse(remoting.RequestCodeNotSupported, "not a DLedger broker")
+			}
+			return okBody(req, st.raft)
+		}),
+		remoting.TransferRaftLeader:   failOr(remoting.TransferRaftLeader, plain),
+		remoting.AddRaftPeer:          failOr(remoting.AddRaftPeer, plain),
+		remoting.RemoveRaftPeer:       failOr(remoting.RemoveRaftPeer, plain),
 		remoting.UpdateAndCreateTopic: failOr(remoting.UpdateAndCreateTopic, plain),
 		remoting.DeleteTopicInBroker:  failOr(remoting.DeleteTopicInBroker, plain),
 		remoting.GetBrokerRuntimeInfo: failOr(remoting.GetBrokerRuntimeInfo, func(req *remoting.Command) *remoting.Command {

@@ -147,11 +147,11 @@ func (tb *testBroker) stored(t testing.TB, topic string) int64 {
 	return n
 }
 
-// waitStored waits up to 5 s for topic to hold want messages and returns
+// waitStored waits up to 15 s (race detector, busy CI) for topic to hold want messages and returns
 // the count it saw last.
 func (tb *testBroker) waitStored(t testing.TB, topic string, want int64) int64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		n := tb.stored(t, topic)
 		if n >= want || time.Now().After(deadline) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rocketraft/broker/meta"
+	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -16,7 +17,12 @@ import (
 // brokerVersionDesc is reported in GET_BROKER_RUNTIME_INFO.
 const brokerVersionDesc = "V4_9_4 (rocketraft)"
 
-func (b *Broker) handleUpdateTopic(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleUpdateTopic serves UPDATE_AND_CREATE_TOPIC. DLedger mode: a follower forwards it to the
+// leader, which answers once the config is committed through Raft and applied on the leader.
+func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
 	topic := req.Ext("topic")
 	if err := message.ValidateTopic(topic); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, "invalid topic: "+err.Error())
@@ -46,7 +52,14 @@ func (b *Broker) handleUpdateTopic(_ *remoting.Conn, req *remoting.Command) *rem
 	}
 	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
 	tc.Order = req.ExtBool("order")
-	if err := b.topics.Put(tc); err != nil {
+	if b.replicated() {
+		b.metaMu.Lock()
+		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
+		b.metaMu.Unlock()
+		if err != nil {
+			return metaErrorResponse(req, "store topic config", err)
+		}
+	} else if err := b.topics.Put(tc); err != nil {
 		return req.NewResponse(remoting.SystemError, "store topic config: "+err.Error())
 	}
 	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm)
@@ -54,7 +67,13 @@ func (b *Broker) handleUpdateTopic(_ *remoting.Conn, req *remoting.Command) *rem
 	return req.NewResponse(remoting.Success, "")
 }
 
-func (b *Broker) handleDeleteTopic(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleDeleteTopic serves DELETE_TOPIC_IN_BROKER. DLedger mode: a follower forwards it; the
+// leader proposes fsm's deleteTopic, which every node applies to its config, its consumer offsets
+// of the topic and its consume queues (the state machine deletes those deterministically).
+func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
 	topic := req.Ext("topic")
 	if topic == "" {
 		return req.NewResponse(remoting.SystemError, "the custom field <topic> is null")
@@ -62,15 +81,21 @@ func (b *Broker) handleDeleteTopic(_ *remoting.Conn, req *remoting.Command) *rem
 	if meta.IsSystemTopic(topic) {
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
+	if b.replicated() {
+		b.metaMu.Lock()
+		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
+		b.metaMu.Unlock()
+		if err != nil {
+			return metaErrorResponse(req, "delete topic", err)
+		}
+		b.logger.Info("topic deleted through raft", "topic", topic)
+		return req.NewResponse(remoting.Success, "")
+	}
 	if _, err := b.topics.Delete(topic); err != nil {
 		return req.NewResponse(remoting.SystemError, "delete topic config: "+err.Error())
 	}
 	b.offsets.DeleteTopic(topic)
-	if b.raft != nil {
-		// Deleting consume queues changes the store, which only the Raft log may do in DLedger
-		// mode (replicas would diverge); until metadata goes through Raft the queues stay.
-		b.logger.Warn("topic config deleted; its consume queues stay until topic deletion goes through Raft", "topic", topic)
-	} else if err := b.st().DeleteTopic(topic); err != nil {
+	if err := b.st().DeleteTopic(topic); err != nil {
 		return req.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error())
 	}
 	b.logger.Info("topic deleted", "topic", topic)
@@ -135,7 +160,12 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	return b.jsonResponse(req, protocol.KVTable{Table: table})
 }
 
-func (b *Broker) handleUpdateGroup(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleUpdateGroup serves UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (DLedger: forwarded by a follower,
+// proposed through Raft by the leader).
+func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
 	var gc protocol.SubscriptionGroupConfig
 	if err := protocol.Decode(req.Body, &gc); err != nil {
 		return req.NewResponse(remoting.SystemError, "bad subscription group body: "+err.Error())
@@ -143,16 +173,40 @@ func (b *Broker) handleUpdateGroup(_ *remoting.Conn, req *remoting.Command) *rem
 	if err := message.ValidateGroup(gc.GroupName); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
+	if b.replicated() {
+		b.metaMu.Lock()
+		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
+		b.metaMu.Unlock()
+		if err != nil {
+			return metaErrorResponse(req, "store subscription group", err)
+		}
+		return req.NewResponse(remoting.Success, "")
+	}
 	if err := b.groups.Put(&gc); err != nil {
 		return req.NewResponse(remoting.SystemError, "store subscription group: "+err.Error())
 	}
 	return req.NewResponse(remoting.Success, "")
 }
 
-func (b *Broker) handleDeleteGroup(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleDeleteGroup serves DELETE_SUBSCRIPTIONGROUP. DLedger mode: forwarded by a follower; the
+// leader proposes fsm's deleteGroup, which also deletes the group's consumer offsets on every
+// node whatever cleanOffset says (the op has no such flag).
+func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
 	group := req.Ext("groupName")
 	if group == "" {
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
+	}
+	if b.replicated() {
+		b.metaMu.Lock()
+		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group})
+		b.metaMu.Unlock()
+		if err != nil {
+			return metaErrorResponse(req, "delete subscription group", err)
+		}
+		return req.NewResponse(remoting.Success, "")
 	}
 	if _, err := b.groups.Delete(group); err != nil {
 		return req.NewResponse(remoting.SystemError, "delete subscription group: "+err.Error())
@@ -239,7 +293,7 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 			continue
 		}
 		for q := int32(0); q < tc.ReadQueueNums; q++ {
-			consumer, ok := b.offsets.Query(group, t, q)
+			consumer, ok := b.committedOffset(group, t, q)
 			if !ok {
 				consumer = -1
 			}
@@ -283,6 +337,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	s.Handle(remoting.PullMessage, b.handlePull)
 	s.Handle(remoting.LitePullMessage, b.handlePull)
 	b.registerOffsetHandlers(s)
+	b.registerRaftAdminHandlers(s)
 	s.Handle(remoting.HeartBeat, b.handleHeartbeat)
 	s.Handle(remoting.UnregisterClient, b.handleUnregisterClient)
 	s.Handle(remoting.GetConsumerListByGroup, b.handleGetConsumerList)

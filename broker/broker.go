@@ -18,6 +18,7 @@ import (
 	"rocketraft/broker/meta"
 	"rocketraft/config"
 	"rocketraft/dledger"
+	"rocketraft/fsm"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -51,6 +52,10 @@ type Broker struct {
 	fwdClient   *remoting.Client
 	leaderAddrs leaderAddrCache
 	stats       *stats
+	// DLedger mode: metaMu serialises topic and group proposals (check, propose, apply), and
+	// offsetBatch groups consumer-offset commits into Raft entries (replmeta.go).
+	metaMu      sync.Mutex
+	offsetBatch *offsetBatcher
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -72,31 +77,36 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stats:       newStats(),
 	}
 	b.longPoll = newLongPoll(b)
+	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
+	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
+	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
+	// Raft directory (a classic config/ under the same root is never overwritten).
 	configDir := filepath.Join(cfg.StorePathRootDir, "config")
+	if cfg.EnableDLegerCommitLog {
+		configDir = filepath.Join(raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID), "config")
+	}
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create config directory: %w", err)
 	}
-	closeLog, err := b.openCommitLog()
-	if err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Broker, error) {
-		closeLog()
-		return nil, err
-	}
+	var err error
 	if b.topics, err = meta.OpenTopics(filepath.Join(configDir, "topics.json"), logger.Named("topics")); err != nil {
-		return fail(fmt.Errorf("open topic table: %w", err))
+		return nil, fmt.Errorf("open topic table: %w", err)
 	}
 	if b.groups, err = meta.OpenGroups(filepath.Join(configDir, "subscriptionGroup.json"), logger.Named("groups")); err != nil {
-		return fail(fmt.Errorf("open subscription groups: %w", err))
+		return nil, fmt.Errorf("open subscription groups: %w", err)
 	}
 	if b.offsets, err = meta.OpenOffsets(filepath.Join(configDir, "consumerOffset.json"), logger.Named("offsets")); err != nil {
-		return fail(fmt.Errorf("open consumer offsets: %w", err))
+		return nil, fmt.Errorf("open consumer offsets: %w", err)
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
-	system := meta.SystemTopics(cfg.BrokerClusterName, cfg.BrokerName, cfg.AutoCreateTopicEnable, int32(cfg.DefaultTopicQueueNums))
-	if _, err := b.topics.EnsureTopics(system, time.Now()); err != nil {
-		return fail(fmt.Errorf("create system topics: %w", err))
+	if !cfg.EnableDLegerCommitLog {
+		// DLedger mode: metaApplier.RestoreMeta adds them (the state machine calls it at open).
+		if _, err := b.topics.EnsureTopics(b.systemTopics(), time.Now()); err != nil {
+			return nil, fmt.Errorf("create system topics: %w", err)
+		}
+	}
+	if err := b.openCommitLog(); err != nil {
+		return nil, err
 	}
 	b.clients = clients.NewManager(clients.Config{
 		ChannelExpiry: time.Duration(cfg.ClientChannelExpiredTimeout) * time.Millisecond,
@@ -109,27 +119,31 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client")})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client")})
+		b.offsetBatch = newOffsetBatcher(func(ctx context.Context, offs []fsm.OffsetCommit) error {
+			return b.proposeMeta(ctx, &fsm.MetaOp{Op: fsm.OpCommitOffsets, Offsets: offs})
+		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
 	}
 	return b, nil
 }
 
 // openCommitLog opens the store and the append path: the local store in classic mode, the Raft
-// group with its state machine in DLedger mode. The returned func undoes it when New fails later.
-func (b *Broker) openCommitLog() (func(), error) {
+// group with its state machine (driving the metadata tables) in DLedger mode. It is the last
+// step of New that can fail.
+func (b *Broker) openCommitLog() error {
 	if b.cfg.EnableDLegerCommitLog {
-		rg, err := openRaftGroup(b.cfg, b.storeConfig(), b.logger)
+		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.raft, b.log = rg, rg
-		return func() { _ = rg.close() }, nil
+		return nil
 	}
 	store, err := storage.Open(b.storeConfig())
 	if err != nil {
-		return nil, fmt.Errorf("open store at %s: %w", b.cfg.StorePathRootDir, err)
+		return fmt.Errorf("open store at %s: %w", b.cfg.StorePathRootDir, err)
 	}
 	b.local, b.log = store, store
-	return func() { _ = store.Close() }, nil
+	return nil
 }
 
 // st is the store reads go to. In DLedger mode it is the state machine's current store, which a
@@ -223,6 +237,8 @@ func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
 		if b.raft != nil {
+			// Offsets still queued are proposed while this node may still lead.
+			b.offsetBatch.close()
 			b.raft.handOff(b.logger)
 		}
 		close(b.stop)

@@ -17,8 +17,20 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 		return req.NewResponse(remoting.SystemError, "bad heartbeat body: "+err.Error())
 	}
 	for _, cd := range hb.ConsumerDataSet {
-		gc, _, err := b.groups.GetOrCreate(cd.GroupName, b.cfg.AutoCreateSubscriptionGroup)
+		if b.replicated() && !b.isLeader() {
+			// A DLedger follower writes no metadata: the consumer heartbeats the leader too
+			// (clients heartbeat every broker of their route), which creates the group and its
+			// retry topic through Raft; forwarding each heartbeat would only repeat that.
+			continue
+		}
+		gc, err := b.groupOrCreate(cd.GroupName)
 		if err != nil {
+			if b.replicated() {
+				// Leadership may have moved under the proposal: the client must still be
+				// recorded here; its next heartbeat to the leader creates the group.
+				b.logger.Warn("subscription group not created", "group", cd.GroupName, "error", err)
+				continue
+			}
 			return req.NewResponse(remoting.SystemError, "subscription group "+cd.GroupName+": "+err.Error())
 		}
 		if gc == nil {
@@ -26,8 +38,12 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 		}
 		if cd.MessageModel != protocol.Broadcasting && gc.RetryQueueNums > 0 {
 			retry := message.RetryTopicPrefix + cd.GroupName
-			_, created, err := b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
+			_, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
 				WriteQueueNums: gc.RetryQueueNums, Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
+			if err != nil && b.replicated() {
+				b.logger.Warn("retry topic not created", "topic", retry, "error", err)
+				continue
+			}
 			if err != nil {
 				return req.NewResponse(remoting.SystemError, "create retry topic "+retry+": "+err.Error())
 			}

@@ -4,9 +4,16 @@
 // with every name server.
 //
 // The broker appends through the CommitLog interface (a local store in classic
-// mode; later, a Raft group) and reads from the storage package directly, since
-// every replica's store holds the same committed bytes. Metadata lives in
-// broker/meta and client connections in broker/clients.
+// mode, a Raft group in DLedger mode) and reads from the storage package
+// directly, since every replica's store holds the same committed bytes.
+// Metadata lives in broker/meta and client connections in broker/clients. In
+// DLedger mode topic configs, subscription groups and consumer offsets are Raft
+// entries too (replmeta.go, offsetbatch.go): the leader proposes, every node
+// applies, followers forward writes.
+//
+// Lock order: Broker.metaMu (held while a topic or group proposal commits) ->
+// the fsm's lock (Apply) -> the meta tables' locks; nothing called under the
+// fsm's lock takes metaMu.
 //
 // Lock order: longPoll.mu is never held while calling into the store or
 // writing to a connection; the store's OnDispatch callback takes only

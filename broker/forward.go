@@ -120,6 +120,18 @@ func (b *Broker) routeMaster(ctx context.Context, ns string) (string, error) {
 // A failure before the request left this node is SERVICE_NOT_AVAILABLE too (nothing happened);
 // a failure after it is SYSTEM_ERROR, since the leader may have stored it.
 func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.forward(conn, req, false)
+}
+
+// forwardRead asks the leader a read whose freshest answer only the leader has (a consumer
+// offset it acknowledged but has not replicated yet). It returns nil whenever the leader
+// cannot answer (none known, unreachable, not the leader any more): the caller then answers
+// from this node's replica.
+func (b *Broker) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.forward(conn, req, true)
+}
+
+func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
 	if b.raft == nil || req.Ext(extForwarded) != "" {
 		return nil
 	}
@@ -136,16 +148,25 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 	c, err := b.fwdClient.Conn(ctx, addr)
 	if err != nil {
 		b.leaderAddrs.forget()
+		if read {
+			return nil
+		}
 		return req.NewResponse(remoting.ServiceNotAvailable, fmt.Sprintf("service not available now: cannot reach the leader at %s: %v", addr, err))
 	}
 	resp, err := c.Invoke(ctx, fwd)
 	if err != nil {
 		b.leaderAddrs.forget()
 		b.fwdClient.CloseAddr(addr)
+		if read {
+			return nil
+		}
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("forwarding to the leader at %s failed, the outcome is unknown (retry; it may be stored twice): %v", addr, err))
 	}
 	if resp.Code == remoting.ServiceNotAvailable {
 		b.leaderAddrs.forget() // it was not the leader (any more): look it up again next time
+		if read {
+			return nil
+		}
 	}
 	out := req.NewResponse(resp.Code, resp.Remark)
 	out.ExtFields, out.Body = resp.ExtFields, resp.Body

@@ -15,14 +15,22 @@ const hotDataWindow = 4 << 30
 // stored it answers 0 for a young queue that starts at offset 0 (so a new
 // group reads a new topic from its start, as a 4.x broker does) and
 // QUERY_NOT_FOUND otherwise, which makes the client apply ConsumeFromWhere.
-func (b *Broker) handleQueryConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+//
+// A DLedger follower asks the leader (whose answer includes commits not yet replicated) and
+// answers from its replicated table only when no leader can be reached.
+func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.replicated() && !b.isLeader() {
+		if fwd := b.forwardRead(conn, req); fwd != nil {
+			return fwd
+		}
+	}
 	resp := req.NewResponse(remoting.Success, "")
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	qid, err := req.ExtInt32("queueId")
 	if err != nil || group == "" || topic == "" {
 		return req.NewResponse(remoting.SystemError, "bad query consumer offset header: consumerGroup, topic and queueId are required")
 	}
-	if off, ok := b.offsets.Query(group, topic, qid); ok && off >= 0 {
+	if off, ok := b.committedOffset(group, topic, qid); ok && off >= 0 {
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
 	}
@@ -42,14 +50,20 @@ func (b *Broker) queueIsYoung(topic string, qid int32) bool {
 	return b.st().CommitLogMaxOffset()-phys < hotDataWindow
 }
 
-func (b *Broker) handleUpdateConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleUpdateConsumerOffset records a committed offset. DLedger mode: a follower forwards it to
+// the leader; the leader answers once the commit is queued for the next Raft entry (see
+// offsetBatcher), as RocketMQ answers before persisting.
+func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	qid, err1 := req.ExtInt32("queueId")
 	off, err2 := req.ExtInt64("commitOffset")
 	if group == "" || topic == "" || err1 != nil || err2 != nil {
 		return req.NewResponse(remoting.SystemError, "bad update consumer offset header: consumerGroup, topic, queueId and commitOffset are required")
 	}
-	b.offsets.Commit(group, topic, qid, off)
+	b.commitOffset(group, topic, qid, off)
 	return req.NewResponse(remoting.Success, "")
 }
 

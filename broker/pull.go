@@ -36,9 +36,10 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if !protocol.IsReadable(int32(b.cfg.BrokerPermission)) {
 		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
 	}
-	gc, _, err := b.groups.GetOrCreate(p.ConsumerGroup, b.cfg.AutoCreateSubscriptionGroup)
+	gc, err := b.groupOrCreate(p.ConsumerGroup)
 	if err != nil {
-		return fail(remoting.SystemError, "subscription group "+p.ConsumerGroup+": "+err.Error())
+		code, remark := errorCode(err)
+		return fail(code, "subscription group "+p.ConsumerGroup+": "+remark)
 	}
 	if gc == nil {
 		return fail(remoting.SubscriptionGroupNotExist, "subscription group ["+p.ConsumerGroup+"] does not exist")
@@ -48,9 +49,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	}
 	tc := b.topics.Get(p.Topic)
 	if tc == nil && b.raft != nil && p.QueueID >= 0 && b.st().MaxOffset(p.Topic, p.QueueID) > 0 {
-		// DLedger mode: topic configs are still local to each node (not yet in the Raft log), so
-		// a follower may hold replicated messages of a topic created on the leader. The replica's
-		// store is authoritative for what can be read.
+		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
+		// config created before this node's tables were restored may lag its data for a moment.
+		// The replica's store is authoritative for what can be read.
 		tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
 	}
 	if tc == nil {
@@ -77,7 +78,8 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return fail(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
 	}
 	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend {
-		b.offsets.Commit(p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
+		// DLedger: queued for Raft on the leader, ignored on a follower (as a Java slave does).
+		b.commitOffset(p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
 	}
 
 	maxNums := int(p.MaxMsgNums)

@@ -42,9 +42,11 @@ func raftDataDir(root, selfID string) string {
 }
 
 // openRaftGroup builds the state machine over a store configured as in classic mode but rooted in
-// <storePathRootDir>/dledger-<selfId>/store, then starts the Raft node on this node's
+// <storePathRootDir>/dledger-<selfId>/store, driving the metadata tables through meta (which must
+// be ready: the state machine resets them at once and Raft's restore and replay, which start
+// inside dledger.Open, apply to them), then starts the Raft node on this node's
 // dLegerPeers address and the batcher.
-func openRaftGroup(cfg *config.Broker, sc storage.Config, logger hclog.Logger) (*raftGroup, error) {
+func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, logger hclog.Logger) (*raftGroup, error) {
 	peers, err := dledger.ParsePeers(cfg.DLegerPeers)
 	if err != nil {
 		return nil, fmt.Errorf("dLegerPeers: %w", err)
@@ -72,7 +74,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, logger hclog.Logger) (
 	dir := raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID)
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
-	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger})
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: meta})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}
@@ -82,8 +84,15 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, logger hclog.Logger) (
 		Peers:   peers,
 		DataDir: filepath.Join(dir, "raft"),
 		Logger:  logger.Named("raft"),
-		// Timeouts, snapshot interval/threshold and trailing logs: the dledger defaults, chosen
-		// for sub-second failover and a bounded log (see dledger's package doc).
+		// The dLeger*Ms / snapshot / log-store keys; 0 or "" keeps dledger's default (chosen for
+		// sub-second failover and a bounded log, see its package doc). Trailing logs: default.
+		HeartbeatTimeout:   cfg.DLegerHeartbeatTimeout(),
+		ElectionTimeout:    cfg.DLegerElectionTimeout(),
+		LeaderLeaseTimeout: cfg.DLegerLeaderLeaseTimeout(),
+		CommitTimeout:      cfg.DLegerCommitTimeout(),
+		SnapshotInterval:   cfg.DLegerSnapshotInterval(),
+		SnapshotThreshold:  uint64(cfg.DLegerSnapshotThreshold),
+		LogStore:           cfg.DLegerLogStore,
 	}, f)
 	if err != nil {
 		_ = f.Close()

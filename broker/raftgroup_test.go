@@ -213,3 +213,56 @@ func TestLeaderAddrCache(t *testing.T) {
 		t.Fatal("forgotten entry served")
 	}
 }
+
+// DLedger metadata goes through Raft: a topic, a group and offsets created on a one-node group
+// survive a restart because Raft restores and replays them into fresh tables (fsm.New resets
+// them), and the leader reads its own queued offsets back at once.
+func TestDLegerMetadataReplayedAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dlegerConfig(t, dir, "n0", "n0-"+freeAddr(t))
+	b := startDLeger(t, cfg)
+	waitRole(t, b, roleLeader)
+	if b.topics.Get(cfg.BrokerName) == nil || b.topics.Get("TBW102") == nil {
+		t.Fatal("system topics missing in DLedger mode")
+	}
+	if _, created, err := b.ensureTopic(topicCfg("MetaT", 6)); err != nil || !created {
+		t.Fatalf("ensureTopic: %v %v", created, err)
+	}
+	if _, created, err := b.ensureTopic(topicCfg("MetaT", 1)); err != nil || created {
+		t.Fatalf("second ensureTopic must keep the first: %v %v", created, err)
+	}
+	if gc, err := b.groupOrCreate("MetaG"); err != nil || gc == nil {
+		t.Fatalf("groupOrCreate: %+v %v", gc, err)
+	}
+	b.commitOffset("MetaG", "MetaT", 5, 42)
+	if off, ok := b.committedOffset("MetaG", "MetaT", 5); !ok || off != 42 {
+		t.Fatalf("leader reads back %d %v", off, ok)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if off, ok := b.offsets.Query("MetaG", "MetaT", 5); ok && off == 42 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("offset never applied to the replicated table")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.commitOffset("MetaG", "MetaT", 5, 43) // queued at Close: flushed before shutdown
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b = startDLeger(t, cfg)
+	defer b.Close()
+	waitRole(t, b, roleLeader) // replay of the log is done by the time the leader is ready
+	if tc := b.topics.Get("MetaT"); tc == nil || tc.WriteQueueNums != 6 {
+		t.Fatalf("topic after restart: %+v", tc)
+	}
+	if b.groups.Get("MetaG") == nil {
+		t.Fatal("group lost in restart")
+	}
+	if off, ok := b.committedOffset("MetaG", "MetaT", 5); !ok || off != 43 {
+		t.Fatalf("offset after restart %d %v, want 43", off, ok)
+	}
+}

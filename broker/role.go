@@ -54,6 +54,9 @@ func (b *Broker) watchRole() {
 			next = roleFollower
 		}
 		if b.role.set(next) {
+			if next != roleLeader && b.offsetBatch != nil {
+				b.offsetBatch.drop()
+			}
 			b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
 			b.triggerRegister()
 		}

@@ -125,13 +125,14 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 	var created bool
 	var err error
 	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) || strings.HasPrefix(h.Topic, message.DLQTopicPrefix) {
-		tc, created, err = b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
+		tc, created, err = b.ensureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
 			Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 	} else {
-		tc, created, err = b.topics.CreateFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
+		tc, created, err = b.createTopicFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
 	}
 	if err != nil {
-		return nil, remoting.SystemError, fmt.Sprintf("create topic %s: %v", h.Topic, err)
+		code, remark := errorCode(err)
+		return nil, code, fmt.Sprintf("create topic %s: %s", h.Topic, remark)
 	}
 	if tc == nil {
 		return nil, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
@@ -148,9 +149,10 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 // (protocol doc §2.4 step 7, 4.x rule reconsumeTimes >= max).
 func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
-	gc, _, err := b.groups.GetOrCreate(group, b.cfg.AutoCreateSubscriptionGroup)
+	gc, err := b.groupOrCreate(group)
 	if err != nil {
-		return remoting.SystemError, fmt.Sprintf("subscription group %s: %v", group, err)
+		code, remark := errorCode(err)
+		return code, fmt.Sprintf("subscription group %s: %s", group, remark)
 	}
 	if gc == nil {
 		return remoting.SubscriptionGroupNotExist, fmt.Sprintf("subscription group not exist, %s", group)
@@ -163,9 +165,10 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, 
 		return remoting.Success, ""
 	}
 	dlq := message.DLQTopicPrefix + group
-	if _, created, err := b.topics.EnsureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
+	if _, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag}); err != nil {
-		return remoting.SystemError, fmt.Sprintf("create DLQ topic %s: %v", dlq, err)
+		code, remark := errorCode(err)
+		return code, fmt.Sprintf("create DLQ topic %s: %s", dlq, remark)
 	} else if created {
 		b.triggerRegister()
 	}

@@ -88,6 +88,17 @@ type Broker struct {
 	DLegerSelfID          string `prop:"dLegerSelfId"`          // this node's id in dLegerPeers
 	PreferredLeaderID     string `prop:"preferredLeaderId"`     // optional peer id to transfer leadership to
 
+	// Raft tuning (ours; DLedger has its own, differently named knobs). 0 = the dledger
+	// package's default (dledger.Default*): 500 ms heartbeat/election/lease, 50 ms commit,
+	// snapshot every 120 s or 8192 entries, log store "wal".
+	DLegerHeartbeatTimeoutMs   int64  `prop:"dLegerHeartbeatTimeoutMs"`   // follower starts an election after [t, 2t) without a heartbeat
+	DLegerElectionTimeoutMs    int64  `prop:"dLegerElectionTimeoutMs"`    // candidate waits [t, 2t) for votes; >= heartbeat
+	DLegerLeaderLeaseTimeoutMs int64  `prop:"dLegerLeaderLeaseTimeoutMs"` // leader steps down without quorum contact for t; <= heartbeat
+	DLegerCommitTimeoutMs      int64  `prop:"dLegerCommitTimeoutMs"`      // idle followers learn the commit index within t
+	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec"`  // how often to check whether to snapshot, seconds
+	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold"`    // snapshot once this many entries are past the last one
+	DLegerLogStore             string `prop:"dLegerLogStore"`             // wal | bolt; "" = wal
+
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
 }
@@ -263,6 +274,23 @@ func (b *Broker) SelfPeer() (Peer, error) {
 		}
 	}
 	return Peer{}, keyErr("dLegerSelfId", "%q is not in dLegerPeers", b.DLegerSelfID)
+}
+
+// DLegerHeartbeatTimeout is dLegerHeartbeatTimeoutMs as a duration (0 = dledger's default).
+func (b *Broker) DLegerHeartbeatTimeout() time.Duration { return ms(b.DLegerHeartbeatTimeoutMs) }
+
+// DLegerElectionTimeout is dLegerElectionTimeoutMs as a duration (0 = dledger's default).
+func (b *Broker) DLegerElectionTimeout() time.Duration { return ms(b.DLegerElectionTimeoutMs) }
+
+// DLegerLeaderLeaseTimeout is dLegerLeaderLeaseTimeoutMs as a duration (0 = dledger's default).
+func (b *Broker) DLegerLeaderLeaseTimeout() time.Duration { return ms(b.DLegerLeaderLeaseTimeoutMs) }
+
+// DLegerCommitTimeout is dLegerCommitTimeoutMs as a duration (0 = dledger's default).
+func (b *Broker) DLegerCommitTimeout() time.Duration { return ms(b.DLegerCommitTimeoutMs) }
+
+// DLegerSnapshotInterval is dLegerSnapshotIntervalSec as a duration (0 = dledger's default).
+func (b *Broker) DLegerSnapshotInterval() time.Duration {
+	return time.Duration(b.DLegerSnapshotIntervalSec) * time.Second
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

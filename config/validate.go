@@ -111,6 +111,7 @@ func (b *Broker) Validate() error {
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
 	}
+	errs = append(errs, b.validateRaftTuning()...)
 	if b.EnableDLegerCommitLog {
 		errs = append(errs, b.validateDLeger()...)
 	}
@@ -138,6 +139,55 @@ func (b *Broker) validateDLeger() []error {
 	}
 	if b.PreferredLeaderID != "" && !ids[b.PreferredLeaderID] {
 		errs = append(errs, keyErr("preferredLeaderId", "%q is not an id in dLegerPeers", b.PreferredLeaderID))
+	}
+	return errs
+}
+
+// DefaultDLegerTimeoutMs is what a 0 heartbeat, election or lease timeout stands for (the
+// dledger package's defaults; a test there keeps the two in step). Validate needs it to check
+// a key set against one left at 0.
+const DefaultDLegerTimeoutMs = 500
+
+// validateRaftTuning checks the Raft tuning keys (validated whatever enableDLegerCommitLog says,
+// so a typo shows before the mode is switched on). hashicorp/raft refuses timeouts under 5 ms
+// (commit 1 ms), a lease longer than the heartbeat timeout and an election timeout shorter than
+// it; 0 means the default.
+func (b *Broker) validateRaftTuning() []error {
+	var errs []error
+	add := func(key, format string, args ...any) { errs = append(errs, keyErr(key, format, args...)) }
+	for _, k := range []struct {
+		key string
+		v   int64
+		min int64
+	}{
+		{"dLegerHeartbeatTimeoutMs", b.DLegerHeartbeatTimeoutMs, 5},
+		{"dLegerElectionTimeoutMs", b.DLegerElectionTimeoutMs, 5},
+		{"dLegerLeaderLeaseTimeoutMs", b.DLegerLeaderLeaseTimeoutMs, 5},
+		{"dLegerCommitTimeoutMs", b.DLegerCommitTimeoutMs, 1},
+		{"dLegerSnapshotIntervalSec", b.DLegerSnapshotIntervalSec, 1},
+		{"dLegerSnapshotThreshold", b.DLegerSnapshotThreshold, 1},
+	} {
+		if k.v < 0 || (k.v != 0 && k.v < k.min) {
+			add(k.key, "must be 0 (default) or >= %d, got %d", k.min, k.v)
+		}
+	}
+	eff := func(v int64) int64 {
+		if v <= 0 {
+			return DefaultDLegerTimeoutMs
+		}
+		return v
+	}
+	hb, el, lease := eff(b.DLegerHeartbeatTimeoutMs), eff(b.DLegerElectionTimeoutMs), eff(b.DLegerLeaderLeaseTimeoutMs)
+	if lease > hb {
+		add("dLegerLeaderLeaseTimeoutMs", "%d ms exceeds the heartbeat timeout %d ms (dLegerHeartbeatTimeoutMs, 0 = %d)", lease, hb, DefaultDLegerTimeoutMs)
+	}
+	if el < hb {
+		add("dLegerElectionTimeoutMs", "%d ms is below the heartbeat timeout %d ms (dLegerHeartbeatTimeoutMs, 0 = %d)", el, hb, DefaultDLegerTimeoutMs)
+	}
+	switch b.DLegerLogStore {
+	case "", "wal", "bolt":
+	default:
+		add("dLegerLogStore", "must be wal or bolt (empty = wal), got %q", b.DLegerLogStore)
 	}
 	return errs
 }

@@ -72,6 +72,17 @@ const (
 	GetBrokerHAStatus                int32 = 907
 )
 
+// Request codes of ours, not RocketMQ's: Raft (DLedger-mode) administration, served by brokers
+// and sent by mqadmin. They sit at 32001+, inside int16 so they travel in ROCKETMQ binary headers
+// as well as JSON ones (codes above 32767 are JSON-only), and far from every range RocketMQ
+// assigns (4.x/5.x stay below ~3100 apart from the POP family at 200050+).
+const (
+	GetRaftStatus      int32 = 32001 // JSON body: protocol.RaftStatus of the answering node
+	TransferRaftLeader int32 = 32002 // ext nodeId ("" = most up-to-date follower); leader only
+	AddRaftPeer        int32 = 32003 // ext nodeId, peerAddr; leader only
+	RemoveRaftPeer     int32 = 32004 // ext nodeId; leader only
+)
+
 // Response codes (RocketMQ ResponseCode / RemotingSysResponseCode). Clients
 // react to the number, so a handler must pick the one whose client reaction
 // is the one wanted (protocol doc §3), not merely a plausible name.

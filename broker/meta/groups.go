@@ -149,6 +149,35 @@ func (g *Groups) wrapperLocked() protocol.SubscriptionGroupWrapper {
 	return protocol.SubscriptionGroupWrapper{SubscriptionGroupTable: t, ForbiddenTable: f, DataVersion: g.version}
 }
 
+// ReplaceAll replaces the whole table, the forbidden table and the DataVersion with w's (a Raft
+// snapshot restore in DLedger mode) and persists, like any mutation. A failed save leaves the new
+// table in memory.
+func (g *Groups) ReplaceAll(w protocol.SubscriptionGroupWrapper) error {
+	table := make(map[string]*protocol.SubscriptionGroupConfig, len(w.SubscriptionGroupTable))
+	for name, c := range w.SubscriptionGroupTable {
+		if c == nil {
+			continue
+		}
+		cp := cloneGroup(c)
+		if cp.GroupName == "" {
+			cp.GroupName = name
+		}
+		table[name] = cp
+	}
+	forbidden := make(map[string]map[string]int32, len(w.ForbiddenTable))
+	for k, v := range w.ForbiddenTable {
+		forbidden[k] = maps.Clone(v)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.table, g.forbidden, g.version = table, forbidden, w.DataVersion
+	if err := g.file.save(g.wrapperLocked()); err != nil {
+		g.file.logger.Error("cannot persist subscription group table", "file", g.file.path, "error", err)
+		return err
+	}
+	return nil
+}
+
 func (g *Groups) changedLocked(now time.Time) error {
 	g.version = nextVersion(g.version, now.UnixMilli())
 	if err := g.file.save(g.wrapperLocked()); err != nil {

@@ -59,6 +59,25 @@ func (o *Offsets) Commit(group, topic string, queueID int32, offset int64) {
 	o.mu.Unlock()
 }
 
+// ReplaceAll replaces every committed offset with w's (a Raft snapshot restore in DLedger mode).
+// As for Commit, only memory changes; the next Persist writes the file. Malformed keys are
+// skipped, as by OpenOffsets. Last pull offsets (statistics) are kept.
+func (o *Offsets) ReplaceAll(w protocol.ConsumerOffsetSerializeWrapper) {
+	committed := make(map[tg]map[int32]int64, len(w.OffsetTable))
+	for key, queues := range w.OffsetTable {
+		topic, group, ok := protocol.SplitOffsetKey(key)
+		if !ok {
+			o.file.logger.Warn("skipping malformed consumer offset key", "key", key)
+			continue
+		}
+		committed[tg{topic, group}] = maps.Clone(queues)
+	}
+	o.mu.Lock()
+	o.committed = committed
+	o.changes++
+	o.mu.Unlock()
+}
+
 // Query returns the committed offset of a queue and whether there is one.
 func (o *Offsets) Query(group, topic string, queueID int32) (int64, bool) {
 	o.mu.RLock()

@@ -158,10 +158,32 @@ func (t *Topics) CreateFromDefaultAt(topic, defaultTopic string, clientQueueNums
 	if tc, ok := t.table[topic]; ok {
 		return cloneTopic(tc), false, nil
 	}
+	tc := t.fromDefaultLocked(topic, defaultTopic, clientQueueNums, topicSysFlag)
+	if tc == nil {
+		return nil, false, nil
+	}
+	t.table[topic] = tc
+	t.file.logger.Info("auto-created topic", "topic", topic, "default_topic", defaultTopic, "queues", tc.WriteQueueNums, "perm", protocol.PermString(tc.Perm))
+	return cloneTopic(tc), true, t.changedLocked(now)
+}
+
+// FromDefault returns the config CreateFromDefault would create for topic, without storing it
+// (DLedger mode proposes it through Raft instead). nil: the default topic is missing or not
+// inheritable. It does not look at whether topic exists.
+func (t *Topics) FromDefault(topic, defaultTopic string, clientQueueNums, topicSysFlag int32) *protocol.TopicConfig {
+	if topic == "" {
+		return nil
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.fromDefaultLocked(topic, defaultTopic, clientQueueNums, topicSysFlag)
+}
+
+func (t *Topics) fromDefaultLocked(topic, defaultTopic string, clientQueueNums, topicSysFlag int32) *protocol.TopicConfig {
 	def, ok := t.table[defaultTopic]
 	if !ok {
 		t.file.logger.Warn("cannot auto-create topic: default topic not found", "topic", topic, "default_topic", defaultTopic)
-		return nil, false, nil
+		return nil
 	}
 	perm := def.Perm
 	if defaultTopic == protocol.AutoCreateTopicKey && !t.autoCreate {
@@ -169,7 +191,7 @@ func (t *Topics) CreateFromDefaultAt(topic, defaultTopic string, clientQueueNums
 	}
 	if !protocol.IsInherited(perm) {
 		t.file.logger.Warn("cannot auto-create topic: default topic not inheritable", "topic", topic, "default_topic", defaultTopic, "perm", protocol.PermString(perm))
-		return nil, false, nil
+		return nil
 	}
 	n := min(clientQueueNums, def.WriteQueueNums)
 	n = max(n, 0)
@@ -178,9 +200,31 @@ func (t *Topics) CreateFromDefaultAt(topic, defaultTopic string, clientQueueNums
 	tc.Perm = perm &^ protocol.PermInherit
 	tc.TopicFilterType = def.TopicFilterType
 	tc.TopicSysFlag = topicSysFlag
-	t.table[topic] = tc
-	t.file.logger.Info("auto-created topic", "topic", topic, "default_topic", defaultTopic, "queues", n, "perm", protocol.PermString(tc.Perm))
-	return cloneTopic(tc), true, t.changedLocked(now)
+	return tc
+}
+
+// ReplaceAll replaces the whole table and its DataVersion with w's (a Raft snapshot restore in
+// DLedger mode) and persists, like any mutation. A failed save leaves the new table in memory.
+func (t *Topics) ReplaceAll(w protocol.TopicConfigSerializeWrapper) error {
+	table := make(map[string]*protocol.TopicConfig, len(w.TopicConfigTable))
+	for name, tc := range w.TopicConfigTable {
+		if tc == nil {
+			continue
+		}
+		c := cloneTopic(tc)
+		if c.TopicName == "" {
+			c.TopicName = name
+		}
+		table[name] = c
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.table, t.version = table, w.DataVersion
+	if err := t.file.save(t.wrapperLocked()); err != nil {
+		t.file.logger.Error("cannot persist topic table", "file", t.file.path, "error", err)
+		return err
+	}
+	return nil
 }
 
 // EnsureTopic stores tc if no topic of that name exists (system topics at start, %RETRY% and

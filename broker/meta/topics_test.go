@@ -357,3 +357,37 @@ func TestBackupDoesNotMergeWithPartialMain(t *testing.T) {
 		t.Fatalf("names = %v, want only the backup's", got)
 	}
 }
+
+// FromDefault derives exactly what CreateFromDefault stores, without storing it; ReplaceAll swaps
+// the whole table and version and persists them.
+func TestTopicsFromDefaultAndReplaceAll(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "topics.json")
+	tp := openTopics(t, path)
+	if err := tp.Put(tbw(8, protocol.PermInherit|protocol.PermReadWrite)); err != nil {
+		t.Fatal(err)
+	}
+	derived := tp.FromDefault("X", protocol.AutoCreateTopicKey, 4, 0)
+	if derived == nil || tp.Exists("X") {
+		t.Fatalf("FromDefault = %+v, stored=%v", derived, tp.Exists("X"))
+	}
+	created, ok, err := tp.CreateFromDefault("X", protocol.AutoCreateTopicKey, 4, 0)
+	if err != nil || !ok || !reflect.DeepEqual(derived, created) {
+		t.Fatalf("CreateFromDefault %+v differs from FromDefault %+v (%v %v)", created, derived, ok, err)
+	}
+	if tp.FromDefault("Y", "missing", 4, 0) != nil {
+		t.Fatal("derived from a missing default")
+	}
+	w := protocol.TopicConfigSerializeWrapper{
+		TopicConfigTable: map[string]*protocol.TopicConfig{"Z": {TopicName: "Z", ReadQueueNums: 2, WriteQueueNums: 2, Perm: 6}},
+		DataVersion:      protocol.DataVersion{Timestamp: 5, Counter: 9},
+	}
+	if err := tp.ReplaceAll(w); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tp.Names(), []string{"Z"}) || tp.DataVersion() != w.DataVersion {
+		t.Fatalf("after ReplaceAll: %v %+v", tp.Names(), tp.DataVersion())
+	}
+	if again := openTopics(t, path); !reflect.DeepEqual(again.Wrapper(), tp.Wrapper()) {
+		t.Fatal("ReplaceAll not persisted")
+	}
+}

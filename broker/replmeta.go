@@ -1,0 +1,292 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"rocketraft/broker/meta"
+	"rocketraft/fsm"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// Replicated metadata (DLedger mode).
+//
+// Topic configs, subscription groups and consumer offsets are Raft entries (fsm.KindMetadata), so
+// a new leader knows every topic and group the old one acknowledged and consumers resume where
+// they committed. The leader proposes a MetaOp and answers once it is committed and applied on
+// the leader (offsets: once queued, see offsetBatcher); every node applies it to its tables
+// through metaApplier, the fsm.MetaApplier below. A follower never writes a table itself: admin
+// writes and UPDATE_CONSUMER_OFFSET are forwarded to the leader (forward.go), heartbeat- and
+// pull-driven group creation is left to the leader (the consumer heartbeats every broker of its
+// route, the leader included) and the pull commit bit is ignored, as a Java slave does.
+//
+// Classic mode is unchanged: every helper here falls through to the tables' own methods.
+
+// metaTimeout bounds one metadata proposal.
+const metaTimeout = 5 * time.Second
+
+// metaApplier drives the broker's tables from the Raft log: fsm.MetaApplier over broker/meta.
+type metaApplier struct{ b *Broker }
+
+var _ fsm.MetaApplier = metaApplier{}
+
+// Names of the metadata files in a snapshot (as in the store's config/ directory).
+const (
+	metaTopicsFile  = "topics.json"
+	metaGroupsFile  = "subscriptionGroup.json"
+	metaOffsetsFile = "consumerOffset.json"
+)
+
+// ApplyMeta applies one committed operation with the entry's time. Table methods are
+// deterministic given op.Now; a failed file save is only logged by the table (the Raft log is the
+// source of truth), so it is not reported as the operation's outcome.
+func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
+	b := a.b
+	now := time.UnixMilli(op.Now)
+	switch op.Op {
+	case fsm.OpPutTopic:
+		if op.Topic == nil || op.Topic.TopicName == "" {
+			return fmt.Errorf("%w: topic config without a name", meta.ErrInvalid)
+		}
+		_ = b.topics.PutAt(op.Topic, now)
+		b.triggerRegister()
+	case fsm.OpDeleteTopic:
+		if existed, _ := b.topics.DeleteAt(op.Name, now); existed {
+			b.triggerRegister()
+		}
+		b.offsets.DeleteTopic(op.Name)
+	case fsm.OpPutGroup:
+		if op.Group == nil || op.Group.GroupName == "" {
+			return fmt.Errorf("%w: group config without a name", meta.ErrInvalid)
+		}
+		_ = b.groups.PutAt(op.Group, now)
+	case fsm.OpDeleteGroup:
+		_, _ = b.groups.DeleteAt(op.Name, now)
+		b.offsets.DeleteGroup(op.Name)
+	case fsm.OpCommitOffsets:
+		// Overwrite in log order, as classic mode's Commit: an offset may legitimately move back
+		// (an operator's reset). Every replica applies the same sequence, so they agree.
+		for _, o := range op.Offsets {
+			b.offsets.Commit(o.Group, o.Topic, o.QueueID, o.Offset)
+		}
+	default:
+		return fmt.Errorf("unknown metadata op %q", op.Op)
+	}
+	return nil
+}
+
+// SnapshotMeta serializes the three tables.
+func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
+	b := a.b
+	topics, err := protocol.Encode(b.topics.Wrapper())
+	if err != nil {
+		return nil, fmt.Errorf("encode topics: %w", err)
+	}
+	groups, err := protocol.Encode(b.groups.Wrapper())
+	if err != nil {
+		return nil, fmt.Errorf("encode subscription groups: %w", err)
+	}
+	offsets, err := protocol.Encode(b.offsets.Wrapper())
+	if err != nil {
+		return nil, fmt.Errorf("encode consumer offsets: %w", err)
+	}
+	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups}, {Name: metaOffsetsFile, Data: offsets}}, nil
+}
+
+// RestoreMeta replaces the three tables with a snapshot's (nil: empty tables), then adds this
+// broker's system topics where missing: they derive from configuration every member of a group
+// shares (cluster and broker name), so the leader's snapshot already holds them and the add is a
+// no-op except on the empty tables of a start (fsm.New), before Raft's restore and replay.
+func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
+	b := a.b
+	tw := protocol.TopicConfigSerializeWrapper{DataVersion: protocol.NewDataVersion()}
+	gw := protocol.SubscriptionGroupWrapper{DataVersion: protocol.NewDataVersion()}
+	var ow protocol.ConsumerOffsetSerializeWrapper
+	for _, f := range files {
+		var err error
+		switch f.Name {
+		case metaTopicsFile:
+			err = protocol.Decode(f.Data, &tw)
+		case metaGroupsFile:
+			err = protocol.Decode(f.Data, &gw)
+		case metaOffsetsFile:
+			err = protocol.Decode(f.Data, &ow)
+		default:
+			b.logger.Warn("snapshot holds an unknown metadata file; ignored", "name", f.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("decode %s: %w", f.Name, err)
+		}
+	}
+	// The file saves are logged by the tables; memory is what serves, and Raft can rebuild it.
+	_ = b.topics.ReplaceAll(tw)
+	_ = b.groups.ReplaceAll(gw)
+	b.offsets.ReplaceAll(ow)
+	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.UnixMilli(tw.DataVersion.Timestamp)); err != nil {
+		b.logger.Warn("system topics after a metadata restore", "error", err)
+	}
+	b.triggerRegister()
+	return nil
+}
+
+func (b *Broker) systemTopics() []*protocol.TopicConfig {
+	return meta.SystemTopics(b.cfg.BrokerClusterName, b.cfg.BrokerName, b.cfg.AutoCreateTopicEnable, int32(b.cfg.DefaultTopicQueueNums))
+}
+
+// replicated reports whether metadata goes through Raft (DLedger mode).
+func (b *Broker) replicated() bool { return b.raft != nil }
+
+// isLeader: DLedger mode and this node is the ready leader.
+func (b *Broker) isLeader() bool { return b.raft != nil && b.role.get() == roleLeader }
+
+// errNotLeaderMeta is returned by the metadata helpers on a DLedger follower.
+var errNotLeaderMeta = errors.New("this node is not the Raft leader; metadata changes go through the leader")
+
+// proposeMeta replicates op through Raft and returns the applier's outcome once it is committed
+// and applied on this node (the leader).
+func (b *Broker) proposeMeta(ctx context.Context, op *fsm.MetaOp) error {
+	if op.Now == 0 {
+		op.Now = time.Now().UnixMilli()
+	}
+	data, err := fsm.EncodeMetadata(op)
+	if err != nil {
+		return err
+	}
+	resp, err := b.raft.node.Apply(ctx, data)
+	if err != nil {
+		return fmt.Errorf("replicate %s: %w", op.Op, err)
+	}
+	if r, ok := resp.(*fsm.MetaResult); ok && r != nil && r.Err != nil {
+		return r.Err
+	}
+	return nil
+}
+
+func (b *Broker) proposeMetaTimeout(op *fsm.MetaOp) error {
+	ctx, cancel := context.WithTimeout(context.Background(), metaTimeout)
+	defer cancel()
+	return b.proposeMeta(ctx, op)
+}
+
+// ensureTopic stores tc unless a topic of that name exists (%RETRY%, %DLQ% topics) and returns
+// the existing or new config. DLedger mode: only the leader creates (errNotLeaderMeta otherwise);
+// proposals are serialised by metaMu and the table is checked again under it, so concurrent
+// creations of one topic propose it once and never overwrite an admin's config.
+func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
+	if !b.replicated() {
+		return b.topics.EnsureTopic(tc)
+	}
+	if old := b.topics.Get(tc.TopicName); old != nil {
+		return old, false, nil
+	}
+	if !b.isLeader() {
+		return nil, false, errNotLeaderMeta
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if old := b.topics.Get(tc.TopicName); old != nil {
+		return old, false, nil
+	}
+	if err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc}); err != nil {
+		return nil, false, err
+	}
+	return b.topics.Get(tc.TopicName), true, nil
+}
+
+// createTopicFromDefault is send-time auto-creation (meta.Topics.CreateFromDefault); in DLedger
+// mode the derived config is proposed through Raft. nil, false, nil: nothing may be created.
+func (b *Broker) createTopicFromDefault(topic, defaultTopic string, queueNums, sysFlag int32) (*protocol.TopicConfig, bool, error) {
+	if !b.replicated() {
+		return b.topics.CreateFromDefault(topic, defaultTopic, queueNums, sysFlag)
+	}
+	if old := b.topics.Get(topic); old != nil {
+		return old, false, nil
+	}
+	tc := b.topics.FromDefault(topic, defaultTopic, queueNums, sysFlag)
+	if tc == nil {
+		return nil, false, nil
+	}
+	return b.ensureTopic(tc)
+}
+
+// groupOrCreate returns a subscription group's config, creating it with the defaults when
+// autoCreateSubscriptionGroup allows (meta.Groups.GetOrCreate). On a DLedger follower nothing is
+// written: a missing group is answered with the defaults it would get (not stored), and the
+// leader creates it when the consumer's heartbeat or pull reaches it.
+func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, error) {
+	if !b.replicated() {
+		gc, _, err := b.groups.GetOrCreate(name, b.cfg.AutoCreateSubscriptionGroup)
+		return gc, err
+	}
+	if gc := b.groups.Get(name); gc != nil || !b.cfg.AutoCreateSubscriptionGroup {
+		return gc, nil
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: empty group name", meta.ErrInvalid)
+	}
+	if !b.isLeader() {
+		return protocol.NewSubscriptionGroupConfig(name), nil
+	}
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	if gc := b.groups.Get(name); gc != nil {
+		return gc, nil
+	}
+	if err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: protocol.NewSubscriptionGroupConfig(name)}); err != nil {
+		return nil, err
+	}
+	b.logger.Info("auto-created subscription group through raft", "group", name)
+	return b.groups.Get(name), nil
+}
+
+// commitOffset records a consumer offset: in memory in classic mode (persisted periodically); in
+// DLedger mode, on the leader, queued for the next commitOffsets entry. On a follower it is
+// dropped (the caller forwards UPDATE_CONSUMER_OFFSET instead; the pull commit bit is ignored
+// on followers, as on a Java slave).
+func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
+	switch {
+	case !b.replicated():
+		b.offsets.Commit(group, topic, qid, off)
+	case b.isLeader():
+		b.offsetBatch.commit(group, topic, qid, off)
+	}
+}
+
+// committedOffset is the offset QUERY_CONSUMER_OFFSET answers from this node's tables: on the
+// DLedger leader its own commits still queued or in flight in the batcher win over the
+// replicated table, so a consumer always reads back what the leader acknowledged.
+func (b *Broker) committedOffset(group, topic string, qid int32) (int64, bool) {
+	if b.offsetBatch != nil {
+		if off, ok := b.offsetBatch.query(group, topic, qid); ok {
+			return off, true
+		}
+	}
+	return b.offsets.Query(group, topic, qid)
+}
+
+// forwardOrRefuse handles a metadata write that reached a DLedger follower: forward it to the
+// leader and relay the answer, or answer SERVICE_NOT_AVAILABLE (nothing happened). It returns
+// nil on the leader and in classic mode: the caller serves the request itself.
+func (b *Broker) forwardOrRefuse(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ok, remark := b.writable()
+	if ok {
+		return nil
+	}
+	if fwd := b.forwardWrite(conn, req); fwd != nil {
+		return fwd
+	}
+	return req.NewResponse(remoting.ServiceNotAvailable, remark)
+}
+
+// metaErrorResponse answers a failed metadata proposal with the code clients react to correctly
+// (errorCode: not leader -> 14, outcome unknown -> 1).
+func metaErrorResponse(req *remoting.Command, what string, err error) *remoting.Command {
+	code, remark := errorCode(err)
+	if errors.Is(err, meta.ErrInvalid) {
+		code = remoting.InvalidParameter
+	}
+	return req.NewResponse(code, what+": "+remark)
+}

@@ -1,0 +1,281 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/meta"
+	"rocketraft/config"
+	"rocketraft/fsm"
+	"rocketraft/protocol"
+)
+
+// metaBroker is a Broker with only what metaApplier uses: configuration and the three tables in
+// dir.
+func metaBroker(t *testing.T, dir string) *Broker {
+	t.Helper()
+	cfg := config.NewBroker()
+	cfg.BrokerClusterName, cfg.BrokerName = "C", "B"
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1)}
+	var err error
+	if b.topics, err = meta.OpenTopics(filepath.Join(dir, "topics.json"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.groups, err = meta.OpenGroups(filepath.Join(dir, "subscriptionGroup.json"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if b.offsets, err = meta.OpenOffsets(filepath.Join(dir, "consumerOffset.json"), nil); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type metaState struct {
+	Topics  protocol.TopicConfigSerializeWrapper
+	Groups  protocol.SubscriptionGroupWrapper
+	Offsets protocol.ConsumerOffsetSerializeWrapper
+}
+
+func stateOf(b *Broker) metaState {
+	return metaState{b.topics.Wrapper(), b.groups.Wrapper(), b.offsets.Wrapper()}
+}
+
+func topicCfg(name string, queues int32) *protocol.TopicConfig {
+	tc := protocol.NewTopicConfig(name)
+	tc.ReadQueueNums, tc.WriteQueueNums = queues, queues
+	return tc
+}
+
+// Apply ops -> snapshot -> restore into fresh tables: identical tables (and DataVersions), the
+// files saved; and the same ops applied on two replicas give identical tables.
+func TestMetaApplierRoundTrip(t *testing.T) {
+	src := metaBroker(t, t.TempDir())
+	a := metaApplier{src}
+	if err := a.RestoreMeta(nil); err != nil { // what fsm.New does
+		t.Fatal(err)
+	}
+	for _, name := range []string{"SELF_TEST_TOPIC", "TBW102", "B", "C"} {
+		if src.topics.Get(name) == nil {
+			t.Fatalf("system topic %s missing after RestoreMeta(nil)", name)
+		}
+	}
+	g := protocol.NewSubscriptionGroupConfig("G1")
+	g.RetryMaxTimes = 3
+	ops := []*fsm.MetaOp{
+		{Op: fsm.OpPutTopic, Now: 1000, Topic: topicCfg("T1", 8)},
+		{Op: fsm.OpPutTopic, Now: 1001, Topic: topicCfg("T2", 2)},
+		{Op: fsm.OpPutTopic, Now: 1002, Topic: topicCfg("T1", 4)}, // replaces
+		{Op: fsm.OpPutGroup, Now: 1003, Group: g},
+		{Op: fsm.OpPutGroup, Now: 1004, Group: protocol.NewSubscriptionGroupConfig("G2")},
+		{Op: fsm.OpCommitOffsets, Now: 1005, Offsets: []fsm.OffsetCommit{
+			{Group: "G1", Topic: "T1", QueueID: 0, Offset: 10}, {Group: "G1", Topic: "T1", QueueID: 3, Offset: 7},
+			{Group: "G2", Topic: "T2", QueueID: 1, Offset: 5}, {Group: "G1", Topic: "T2", QueueID: 0, Offset: 1},
+		}},
+		{Op: fsm.OpCommitOffsets, Now: 1006, Offsets: []fsm.OffsetCommit{{Group: "G1", Topic: "T1", QueueID: 0, Offset: 12}}},
+		{Op: fsm.OpDeleteTopic, Now: 1007, Name: "T2"},   // and its offsets
+		{Op: fsm.OpDeleteGroup, Now: 1008, Name: "G2"},   // and its offsets
+		{Op: fsm.OpDeleteGroup, Now: 1009, Name: "nope"}, // absent: no change
+	}
+	replica := metaBroker(t, t.TempDir())
+	if err := (metaApplier{replica}).RestoreMeta(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range ops {
+		if err := a.ApplyMeta(op); err != nil {
+			t.Fatalf("%s: %v", op.Op, err)
+		}
+		if err := (metaApplier{replica}).ApplyMeta(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tc := src.topics.Get("T1"); tc == nil || tc.WriteQueueNums != 4 {
+		t.Fatalf("T1 = %+v", tc)
+	}
+	if src.topics.Get("T2") != nil || src.groups.Get("G2") != nil || src.groups.Get("G1").RetryMaxTimes != 3 {
+		t.Fatal("deletes or group config not applied")
+	}
+	if off, ok := src.offsets.Query("G1", "T1", 0); !ok || off != 12 {
+		t.Fatalf("G1/T1/0 = %d %v", off, ok)
+	}
+	if _, ok := src.offsets.Query("G1", "T2", 0); ok {
+		t.Fatal("offsets of a deleted topic survive")
+	}
+	if v := src.topics.DataVersion(); v.Timestamp != 1007 {
+		t.Fatalf("topic data version %+v: not the last op's time", v)
+	}
+	// Replicas that applied the same ops agree, DataVersion counters and times included... once
+	// they started from the same state: their start-up versions differ (local clock), so compare
+	// the tables.
+	sa, ra := stateOf(src), stateOf(replica)
+	if !reflect.DeepEqual(sa.Topics.TopicConfigTable, ra.Topics.TopicConfigTable) || !reflect.DeepEqual(sa.Groups.SubscriptionGroupTable, ra.Groups.SubscriptionGroupTable) || !reflect.DeepEqual(sa.Offsets, ra.Offsets) {
+		t.Fatal("two replicas applying the same ops differ")
+	}
+
+	files, err := a.SnapshotMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	dst := metaBroker(t, dir)
+	dst.offsets.Commit("stale", "X", 0, 99) // restore replaces, never merges
+	if err := dst.topics.Put(topicCfg("stale", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := (metaApplier{dst}).RestoreMeta(files); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := stateOf(src), stateOf(dst); !reflect.DeepEqual(want, got) {
+		t.Fatalf("restored tables differ:\nwant %+v\n got %+v", want, got)
+	}
+	// A second snapshot of the restored tables is byte-identical.
+	again, err := (metaApplier{dst}).SnapshotMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(files, again) {
+		t.Fatal("snapshot of the restored tables differs")
+	}
+	// Persistence semantics: topics and groups were saved by the restore, offsets by Persist.
+	if err := dst.offsets.Persist(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := metaBroker(t, dir)
+	if want, got := stateOf(src), stateOf(reopened); !reflect.DeepEqual(want, got) {
+		t.Fatalf("tables reopened from the restored files differ:\nwant %+v\n got %+v", want, got)
+	}
+}
+
+func TestMetaApplierRejects(t *testing.T) {
+	b := metaBroker(t, t.TempDir())
+	a := metaApplier{b}
+	if err := a.ApplyMeta(&fsm.MetaOp{Op: "bogus", Now: 1}); err == nil {
+		t.Fatal("unknown op accepted")
+	}
+	if err := a.RestoreMeta([]fsm.MetaFile{{Name: metaTopicsFile, Data: []byte("{")}}); err == nil {
+		t.Fatal("a corrupt snapshot file restored")
+	}
+}
+
+// fakeProposer records proposals; block, when set, holds each proposal until released.
+type fakeProposer struct {
+	mu      sync.Mutex
+	entries [][]fsm.OffsetCommit
+	block   chan struct{}
+	entered chan struct{}
+	err     error
+}
+
+func (p *fakeProposer) propose(ctx context.Context, offs []fsm.OffsetCommit) error {
+	if p.entered != nil {
+		p.entered <- struct{}{}
+	}
+	if p.block != nil {
+		<-p.block
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.entries = append(p.entries, offs)
+	return p.err
+}
+
+func (p *fakeProposer) got() [][]fsm.OffsetCommit {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]fsm.OffsetCommit(nil), p.entries...)
+}
+
+func TestOffsetBatcherCoalesces(t *testing.T) {
+	p := &fakeProposer{}
+	ob := newOffsetBatcher(p.propose, time.Hour, 1000, nil) // flushes only on close here
+	for i := range 100 {
+		ob.commit("G", "T", int32(i%4), int64(i))
+	}
+	ob.commit("A", "T", 0, 5)
+	if off, ok := ob.query("G", "T", 1); !ok || off != 97 {
+		t.Fatalf("pending query = %d %v", off, ok)
+	}
+	if _, ok := ob.query("G", "T", 9); ok {
+		t.Fatal("query of an uncommitted queue")
+	}
+	ob.close()
+	entries := p.got()
+	if len(entries) != 1 {
+		t.Fatalf("%d entries, want 1", len(entries))
+	}
+	want := []fsm.OffsetCommit{{Group: "A", Topic: "T", QueueID: 0, Offset: 5},
+		{Group: "G", Topic: "T", QueueID: 0, Offset: 96}, {Group: "G", Topic: "T", QueueID: 1, Offset: 97},
+		{Group: "G", Topic: "T", QueueID: 2, Offset: 98}, {Group: "G", Topic: "T", QueueID: 3, Offset: 99}}
+	if !reflect.DeepEqual(entries[0], want) {
+		t.Fatalf("entry %+v, want %+v", entries[0], want)
+	}
+	if _, ok := ob.query("G", "T", 1); ok {
+		t.Fatal("applied commits still overlay the table")
+	}
+}
+
+// The interval flushes; a commit stays visible while its entry is in flight; commits made
+// meanwhile go into the next entry; maxEntries distinct queues flush at once.
+func TestOffsetBatcherIntervalInflightAndMax(t *testing.T) {
+	p := &fakeProposer{block: make(chan struct{}), entered: make(chan struct{}, 10)}
+	ob := newOffsetBatcher(p.propose, 20*time.Millisecond, 3, nil)
+	defer func() { close(p.block); ob.close() }()
+	ob.commit("G", "T", 0, 1)
+	select {
+	case <-p.entered:
+	case <-time.After(2 * time.Second):
+		t.Fatal("no flush after the interval")
+	}
+	if off, ok := ob.query("G", "T", 0); !ok || off != 1 {
+		t.Fatalf("in-flight commit invisible: %d %v", off, ok)
+	}
+	ob.commit("G", "T", 0, 2) // newer than the in-flight one: pending wins
+	if off, _ := ob.query("G", "T", 0); off != 2 {
+		t.Fatalf("query = %d, want the newest 2", off)
+	}
+	p.block <- struct{}{} // release the first entry
+	select {
+	case <-p.entered: // the second (pending 2) goes next
+	case <-time.After(2 * time.Second):
+		t.Fatal("second entry not proposed")
+	}
+	p.block <- struct{}{}
+	// Max entries: three distinct queues kick a flush long before a slow interval would.
+	ob2p := &fakeProposer{entered: make(chan struct{}, 10)}
+	ob2 := newOffsetBatcher(ob2p.propose, time.Hour, 3, nil)
+	defer ob2.close()
+	for q := range 3 {
+		ob2.commit("G", "T", int32(q), 1)
+	}
+	select {
+	case <-ob2p.entered:
+	case <-time.After(2 * time.Second):
+		t.Fatal("maxEntries did not flush")
+	}
+}
+
+func TestOffsetBatcherFailureDrops(t *testing.T) {
+	p := &fakeProposer{err: errors.New("not leader")}
+	ob := newOffsetBatcher(p.propose, time.Hour, 100, nil)
+	ob.commit("G", "T", 0, 1)
+	ob.close()
+	if len(p.got()) != 1 {
+		t.Fatal("not proposed")
+	}
+	if _, ok := ob.query("G", "T", 0); ok {
+		t.Fatal("a failed commit stays visible")
+	}
+	ob2 := newOffsetBatcher(p.propose, time.Hour, 100, nil)
+	ob2.commit("G", "T", 0, 1)
+	ob2.drop()
+	if _, ok := ob2.query("G", "T", 0); ok {
+		t.Fatal("drop kept a commit")
+	}
+	ob2.close()
+}

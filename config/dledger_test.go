@@ -1,0 +1,168 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"rocketraft/dledger"
+)
+
+// rocketmqDLegerExample is Apache RocketMQ's own DLedger example (conf/dledger/broker-n0.conf),
+// spaces around '=' and a key this broker does not know included: it must load unchanged.
+const rocketmqDLegerExample = `brokerClusterName = RaftCluster
+brokerName=RaftNode00
+listenPort=30911
+namesrvAddr=127.0.0.1:9876
+storePathRootDir=/tmp/rmqstore/node00
+storePathCommitLog=/tmp/rmqstore/node00/commitlog
+enableDLegerCommitLog=true
+dLegerGroup=RaftNode00
+dLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913
+## must be unique
+dLegerSelfId=n0
+sendMessageThreadPoolNums=16
+`
+
+// TestExistingDLegerPropertiesLoad: RocketMQ's DLedger example loads with only the unknown key
+// warned about; the Raft tuning keys stay 0 (dledger's defaults).
+func TestExistingDLegerPropertiesLoad(t *testing.T) {
+	b, w, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample)})
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if len(w) != 1 || !strings.Contains(w[0], "sendMessageThreadPoolNums") {
+		t.Errorf("warnings = %q, want one for sendMessageThreadPoolNums", w)
+	}
+	if !b.EnableDLegerCommitLog || b.DLegerGroup != "RaftNode00" || b.DLegerSelfID != "n0" ||
+		b.BrokerClusterName != "RaftCluster" || b.ListenPort != 30911 {
+		t.Errorf("values not applied: %+v", b)
+	}
+	self, err := b.SelfPeer()
+	if err != nil || self != (Peer{"n0", "127.0.0.1:40911"}) {
+		t.Errorf("SelfPeer = %v, %v", self, err)
+	}
+	if b.DLegerHeartbeatTimeout() != 0 || b.DLegerElectionTimeout() != 0 || b.DLegerLeaderLeaseTimeout() != 0 ||
+		b.DLegerCommitTimeout() != 0 || b.DLegerSnapshotInterval() != 0 || b.DLegerSnapshotThreshold != 0 || b.DLegerLogStore != "" {
+		t.Errorf("raft tuning not left at 0 (= dledger defaults): %+v", b)
+	}
+}
+
+// TestDLegerHostNamesWithDash: host names containing '-' split at the first '-' only.
+func TestDLegerHostNamesWithDash(t *testing.T) {
+	b, _, err := LoadBroker([]string{"-c", writeFile(t, "enableDLegerCommitLog=true\ndLegerGroup=g\n"+
+		"dLegerPeers=n0-broker-a-0.example:40911;n1-broker-a-1.example:40911;n2-10.0.0.3:40911\ndLegerSelfId=n1\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := b.SelfPeer()
+	if err != nil || self != (Peer{"n1", "broker-a-1.example:40911"}) {
+		t.Errorf("SelfPeer = %v, %v", self, err)
+	}
+}
+
+// TestDLegerTuningKeys: set keys reach the typed accessors, from a file or a flag.
+func TestDLegerTuningKeys(t *testing.T) {
+	p := writeFile(t, rocketmqDLegerExample+`dLegerHeartbeatTimeoutMs=1000
+dLegerElectionTimeoutMs=1500
+dLegerLeaderLeaseTimeoutMs=800
+dLegerCommitTimeoutMs=20
+dLegerSnapshotIntervalSec=30
+dLegerSnapshotThreshold=4096
+dLegerLogStore=bolt
+`)
+	b, _, err := LoadBroker([]string{"-c", p, "--dLegerCommitTimeoutMs=10"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []time.Duration{b.DLegerHeartbeatTimeout(), b.DLegerElectionTimeout(), b.DLegerLeaderLeaseTimeout(),
+		b.DLegerCommitTimeout(), b.DLegerSnapshotInterval()}
+	want := []time.Duration{time.Second, 1500 * time.Millisecond, 800 * time.Millisecond, 10 * time.Millisecond, 30 * time.Second}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("duration %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	if b.DLegerSnapshotThreshold != 4096 || b.DLegerLogStore != "bolt" {
+		t.Errorf("threshold %d, log store %q", b.DLegerSnapshotThreshold, b.DLegerLogStore)
+	}
+}
+
+// TestDLegerTuningValidation: each bad value is an error naming its key; a value checked
+// against a key left at 0 is checked against the default.
+func TestDLegerTuningValidation(t *testing.T) {
+	cases := []struct {
+		props, key string
+	}{
+		{"dLegerHeartbeatTimeoutMs=-1", "dLegerHeartbeatTimeoutMs"},
+		{"dLegerHeartbeatTimeoutMs=3", "dLegerHeartbeatTimeoutMs"},
+		{"dLegerElectionTimeoutMs=2", "dLegerElectionTimeoutMs"},
+		{"dLegerCommitTimeoutMs=-5", "dLegerCommitTimeoutMs"},
+		{"dLegerSnapshotIntervalSec=-1", "dLegerSnapshotIntervalSec"},
+		{"dLegerSnapshotThreshold=-1", "dLegerSnapshotThreshold"},
+		{"dLegerLogStore=rocksdb", "dLegerLogStore"},
+		// lease 600 > default heartbeat 500
+		{"dLegerLeaderLeaseTimeoutMs=600", "dLegerLeaderLeaseTimeoutMs"},
+		// heartbeat 1000 with default lease 500 is fine, but default election 500 < 1000
+		{"dLegerHeartbeatTimeoutMs=1000", "dLegerElectionTimeoutMs"},
+		{"dLegerHeartbeatTimeoutMs=1000\ndLegerElectionTimeoutMs=900", "dLegerElectionTimeoutMs"},
+		{"dLegerHeartbeatTimeoutMs=200\ndLegerElectionTimeoutMs=200", "dLegerLeaderLeaseTimeoutMs"},
+		{"dLegerLeaderLeaseTimeoutMs=x", "dLegerLeaderLeaseTimeoutMs"},
+	}
+	for _, c := range cases {
+		_, _, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample+c.props+"\n")})
+		if err == nil || !strings.Contains(err.Error(), c.key+":") {
+			t.Errorf("%q: err = %v, want one naming %s", c.props, err, c.key)
+		}
+	}
+	for _, ok := range []string{
+		"dLegerHeartbeatTimeoutMs=1000\ndLegerElectionTimeoutMs=1000",
+		"dLegerHeartbeatTimeoutMs=200\ndLegerElectionTimeoutMs=200\ndLegerLeaderLeaseTimeoutMs=200",
+		"dLegerLeaderLeaseTimeoutMs=250\ndLegerCommitTimeoutMs=1",
+		"dLegerLogStore=wal\ndLegerSnapshotIntervalSec=1\ndLegerSnapshotThreshold=1",
+	} {
+		if _, _, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample+ok+"\n")}); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+}
+
+// TestDLegerDefaultsInStep: the default Validate assumes for a 0 timeout is dledger's, and the
+// log store names are dledger's.
+func TestDLegerDefaultsInStep(t *testing.T) {
+	for _, d := range []time.Duration{dledger.DefaultHeartbeatTimeout, dledger.DefaultElectionTimeout, dledger.DefaultLeaderLeaseTimeout} {
+		if d != DefaultDLegerTimeoutMs*time.Millisecond {
+			t.Errorf("dledger default %v, config assumes %d ms", d, DefaultDLegerTimeoutMs)
+		}
+	}
+	if dledger.LogStoreWAL != "wal" || dledger.LogStoreBolt != "bolt" || dledger.DefaultLogStore != "wal" {
+		t.Errorf("log store names changed")
+	}
+}
+
+// TestShippedDLegerExamples: config/dledger/broker-n{0,1,2}.properties (used by make run) load
+// without warnings, form one group and differ only in what must differ.
+func TestShippedDLegerExamples(t *testing.T) {
+	var peers string
+	seen := map[string]bool{}
+	for _, n := range []string{"n0", "n1", "n2"} {
+		b, w, err := LoadBroker([]string{"-c", "dledger/broker-" + n + ".properties"})
+		if err != nil || len(w) != 0 {
+			t.Fatalf("%s: %v %q", n, err, w)
+		}
+		if !b.EnableDLegerCommitLog || b.DLegerSelfID != n || b.BrokerName != "broker-a" || b.DLegerGroup != "broker-a" {
+			t.Errorf("%s: %+v", n, b)
+		}
+		if peers == "" {
+			peers = b.DLegerPeers
+		} else if b.DLegerPeers != peers {
+			t.Errorf("%s: dLegerPeers %q differs from n0's %q", n, b.DLegerPeers, peers)
+		}
+		for _, k := range []string{b.ListenAddr(), b.StorePathRootDir} {
+			if seen[k] {
+				t.Errorf("%s: %s shared with another node", n, k)
+			}
+			seen[k] = true
+		}
+	}
+}
