@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := mqnamesrv mqbroker mqadmin mqbench
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: all build test unit integration vet fmt-check run bench clean
+.PHONY: all build test unit integration vet fmt-check run bench chaos clean
 
 all: build
 
@@ -30,7 +30,8 @@ integration: build
 # tests with the official Go client.
 test: build fmt-check vet unit integration
 
-# run starts a name server and a broker on loopback with data under ./data.
+# run starts a name server and a three-node DLedger group (broker-a: n0/n1/n2 from
+# config/dledger/) on loopback with data under ./data, and prints which node leads.
 run: build
 	./scripts/run.sh
 
@@ -38,6 +39,25 @@ run: build
 # prints producer and consumer figures for ASYNC_FLUSH and SYNC_FLUSH.
 bench: build
 	./scripts/bench.sh
+
+# chaos runs the long chaos suite against three-node DLedger groups (integration/chaos_test.go,
+# partition_test.go): the leader killed with SIGKILL every CHAOS_INTERVAL and restarted
+# CHAOS_RESTART_DELAY later, CHAOS_KILLS times, under CHAOS_PRODUCERS producers; a follower kill;
+# both followers killed; the leader cut off from its peers by a proxy. The whole -v output
+# scrolls by, then the figures (sent, acknowledged, lost, duplicates, failover
+# min/median/p99/max) are repeated at the end. make test runs the same tests with 3 kills.
+CHAOS_KILLS         ?= 20
+CHAOS_INTERVAL      ?= 15s
+CHAOS_RESTART_DELAY ?= 5s
+CHAOS_PRODUCERS     ?= 2
+chaos: build
+	@out=$$(mktemp); \
+	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
+	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
+	  $(GO) test -count=1 -timeout 30m -v -run '^TestChaos' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
+	echo; echo "==== chaos figures ===="; \
+	grep -E 'CHAOS|kill [0-9]+/|follower kill:|minority left:|leader isolated:|^--- |^(ok|FAIL)' $$out; \
+	rc=$$(cat $$out.rc); rm -f $$out $$out.rc; exit $$rc
 
 clean:
 	rm -rf $(BIN)
