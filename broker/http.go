@@ -31,6 +31,8 @@ func (b *Broker) startHTTP() error {
 			"putTotal": b.stats.putTotal.Load(), "getTotal": b.stats.getTotal.Load(),
 		}
 		if b.raft != nil {
+			// The same record mqadmin raftStatus gets over remoting.
+			status["raftStatus"] = b.raftStatus()
 			status["raft"] = b.raft.node.Status()
 			status["batcher"] = b.raft.batcher.Stats()
 		}
