@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Standard benchmark: one name server and one broker on loopback (data in a
 # temporary directory), 1 KiB messages, the bench client on the same machine.
-# For each flushDiskType: producers with 256 sends in flight through the
+# For each flushDiskType, and for a three-node DLedger (Raft) group on the same
+# machine: producers with 256 sends in flight through the
 # project's native client (the broker's capacity) and through the official Go
 # client (what applications see), then consumers reading everything back.
 # Tunables: BENCH_DURATION (default 20s), BENCH_WARMUP (5s), BENCH_MODES.
@@ -9,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${BENCH_DURATION:-20s}"
 WARMUP="${BENCH_WARMUP:-5s}"
-MODES="${BENCH_MODES:-ASYNC_FLUSH SYNC_FLUSH}"
+MODES="${BENCH_MODES:-ASYNC_FLUSH SYNC_FLUSH DLEDGER}"
 WORK="$(mktemp -d /tmp/rocketraft-bench.XXXXXX)"
 NS_PORT="${BENCH_NAMESRV_PORT:-29876}"
 BR_PORT="${BENCH_BROKER_PORT:-30911}"
@@ -41,12 +42,26 @@ for mode in $MODES; do
 	rm -rf "$WORK/store"
 	./bin/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 	pids+=($!)
-	./bin/mqbroker -n "$NS" --brokerName bench-broker --listenPort "$BR_PORT" \
-		--storePathRootDir "$WORK/store" --flushDiskType "$mode" --logLevel warn >"$WORK/broker-$mode.log" 2>&1 &
-	pids+=($!)
+	if [ "$mode" = DLEDGER ]; then
+		# A three-node Raft group (ASYNC_FLUSH on each node; durability comes from the quorum's
+		# fsynced Raft log). Raft ports below the ephemeral range.
+		RP=$((${BENCH_RAFT_PORT:-21911} + 10 * round))
+		peers="n0-127.0.0.1:$RP;n1-127.0.0.1:$((RP + 1));n2-127.0.0.1:$((RP + 2))"
+		for i in 0 1 2; do
+			./bin/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BR_PORT + 3 * i)) \
+				--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
+				--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn >"$WORK/broker-$mode-n$i.log" 2>&1 &
+			pids+=($!)
+		done
+	else
+		./bin/mqbroker -n "$NS" --brokerName bench-broker --listenPort "$BR_PORT" \
+			--storePathRootDir "$WORK/store" --flushDiskType "$mode" --logLevel warn >"$WORK/broker-$mode.log" 2>&1 &
+		pids+=($!)
+	fi
 	wait_port "$NS_PORT"
 	wait_port "$BR_PORT"
-	for _ in $(seq 100); do ./bin/mqadmin topicRoute -n "$NS" -t TBW102 >/dev/null 2>&1 && break; sleep 0.1; done
+	# Wait until the route of TBW102 names a master (brokerId 0).
+	for _ in $(seq 150); do ./bin/mqadmin topicRoute -n "$NS" -t TBW102 -o json 2>/dev/null | grep -q '"0"' && break; sleep 0.1; done
 	run() { echo "== $mode: $1"; shift; ./bin/mqbench "$@" -n "$NS" -d "$DURATION" --warmup "$WARMUP" -q 2>&1 | grep -E '^(SUMMARY|  error)' || true; }
 	echo
 	run "produce, native client, async, 256 in flight" produce --client native -t BenchNative --mode async -c 256 -s 1024

@@ -176,8 +176,13 @@ func (OS) DiskUsage(path string) (Usage, error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return Usage{}, fmt.Errorf("statfs %s: %w", path, err)
 	}
+	// Free blocks, not the blocks available to unprivileged users: RocketMQ
+	// computes diskMaxUsedSpaceRatio from File.getFreeSpace (f_bfree) too, and a
+	// file system with a large reserve would otherwise look full while it has
+	// plenty of room. A write the reserve refuses still fails as ENOSPC, which
+	// the store reports as disk full.
 	total := st.Blocks * uint64(st.Bsize)
-	free := st.Bavail * uint64(st.Bsize)
+	free := st.Bfree * uint64(st.Bsize)
 	if free > total {
 		free = total
 	}
