@@ -250,17 +250,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 
 	workersDone := make(chan struct{})
 	go func() { wg.Wait(); close(workersDone) }()
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-	case <-workersDone:
-	}
+	waitForEnd(ctx, cfg.Duration, workersDone)
 	stopped.Store(true)
 	// In-flight requests end within SendTimeout.
 	grace := cfg.SendTimeout + 2*time.Second

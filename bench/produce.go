@@ -347,17 +347,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 
 	workersDone := make(chan struct{})
 	go func() { wg.Wait(); close(workersDone) }()
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-	case <-workersDone:
-	}
+	waitForEnd(ctx, cfg.Duration, workersDone)
 	stopped.Store(true)
 
 	// Let in-flight sends finish so that they are counted; a send cannot
@@ -445,5 +435,21 @@ func shutdownAll[T interface{ Shutdown() error }](cs []T, stderr io.Writer) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		fmt.Fprintln(stderr, "warning: client shutdown timed out")
+	}
+}
+
+// waitForEnd blocks until a producer run should stop: ctx ends, d (if > 0)
+// elapses, or every worker has finished (its message budget is spent).
+func waitForEnd(ctx context.Context, d time.Duration, workersDone <-chan struct{}) {
+	var deadline <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	select {
+	case <-ctx.Done():
+	case <-deadline:
+	case <-workersDone:
 	}
 }
