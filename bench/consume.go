@@ -292,17 +292,7 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer
 		}
 	}
 
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-	case <-cnt.done:
-	}
+	waitForEnd(ctx, cfg.Duration, cnt.done)
 	stopped.Store(true)
 	wg.Wait()
 	close(finished)

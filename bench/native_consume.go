@@ -210,17 +210,7 @@ func runNativeConsume(ctx context.Context, cfg ConsumeConfig, ns []string, stdou
 		}()
 	}
 
-	var deadline <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		deadline = t.C
-	}
-	select {
-	case <-ctx.Done():
-	case <-deadline:
-	case <-cnt.done:
-	}
+	waitForEnd(ctx, cfg.Duration, cnt.done)
 	stopped.Store(true)
 	cancelRun()
 	wg.Wait()

@@ -438,9 +438,10 @@ func shutdownAll[T interface{ Shutdown() error }](cs []T, stderr io.Writer) {
 	}
 }
 
-// waitForEnd blocks until a producer run should stop: ctx ends, d (if > 0)
-// elapses, or every worker has finished (its message budget is spent).
-func waitForEnd(ctx context.Context, d time.Duration, workersDone <-chan struct{}) {
+// waitForEnd blocks until a run should stop: ctx ends, d (if > 0) elapses,
+// or done closes (producers spent their message budget, consumers received
+// what they expected).
+func waitForEnd(ctx context.Context, d time.Duration, done <-chan struct{}) {
 	var deadline <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -450,6 +451,6 @@ func waitForEnd(ctx context.Context, d time.Duration, workersDone <-chan struct{
 	select {
 	case <-ctx.Done():
 	case <-deadline:
-	case <-workersDone:
+	case <-done:
 	}
 }
