@@ -94,7 +94,7 @@ func (b *Broker) leaderBrokerAddr(ctx context.Context) string {
 
 // routeMaster reads brokerId 0's address of this broker group from one name server.
 func (b *Broker) routeMaster(ctx context.Context, ns string) (string, error) {
-	h := protocol.GetRouteInfoRequestHeader{Topic: b.cfg.BrokerName}
+	h := protocol.GetRouteInfoRequestHeader{Topic: b.cfg.BrokerName, RegisteredOnly: true}
 	resp, err := b.nsClient.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
 	if err != nil {
 		return "", fmt.Errorf("route of %s: %w", b.cfg.BrokerName, err)
@@ -114,13 +114,41 @@ func (b *Broker) routeMaster(ctx context.Context, ns string) (string, error) {
 	return "", nil
 }
 
+// forwardWait bounds how long a write waits for a leader to forward it to: a leadership
+// transfer completes in tens of milliseconds, an election after a leader's death in about a
+// second, and the clients' send timeout is 3 s.
+const forwardWait = 2 * time.Second
+
 // forwardWrite sends a write this non-leader received to the leader and relays the answer, so a
-// client with a stale route keeps succeeding. It returns nil when the write cannot be forwarded
-// (already forwarded once, no leader known): the caller then answers SERVICE_NOT_AVAILABLE.
+// client with a stale route keeps succeeding. While no leader is known or reachable, or the
+// leader answers SERVICE_NOT_AVAILABLE (it lost leadership before proposing the write: nothing
+// happened), it tries again for up to forwardWait. It returns nil when the write cannot be
+// forwarded (already forwarded once, no leader within forwardWait, or this node became the
+// leader meanwhile): the caller then answers SERVICE_NOT_AVAILABLE or handles it itself.
 // A failure before the request left this node is SERVICE_NOT_AVAILABLE too (nothing happened);
 // a failure after it is SYSTEM_ERROR, since the leader may have stored it.
 func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.forward(conn, req, false)
+	if b.raft == nil || req.Ext(extForwarded) != "" {
+		return nil
+	}
+	deadline := time.Now().Add(forwardWait)
+	for {
+		if b.role.get() == roleLeader {
+			return nil
+		}
+		resp := b.forward(conn, req, false)
+		if resp != nil && resp.Code != remoting.ServiceNotAvailable {
+			return resp
+		}
+		if time.Now().After(deadline) {
+			return resp
+		}
+		select {
+		case <-b.stop:
+			return resp
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // forwardRead asks the leader a read whose freshest answer only the leader has (a consumer
@@ -171,6 +199,29 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 	out := req.NewResponse(resp.Code, resp.Remark)
 	out.ExtFields, out.Body = resp.ExtFields, resp.Body
 	return out
+}
+
+// forwardUnproposed forwards a write this node refused with dledger.ErrNotLeader after taking it
+// as the leader: leadership moved (a transfer, a lost lease) before the write was proposed, so it
+// is certainly not in the log and the next leader can take it. It waits (up to forwardWait) for
+// this node to step down, then forwards; nil means it is still the leader (a transfer that
+// failed) or no leader took it, and the caller answers SERVICE_NOT_AVAILABLE.
+func (b *Broker) forwardUnproposed(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if b.raft == nil || req.Ext(extForwarded) != "" {
+		return nil
+	}
+	deadline := time.Now().Add(forwardWait)
+	for b.role.get() == roleLeader {
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-b.stop:
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return b.forwardWrite(conn, req)
 }
 
 // bornHost is the client's address: the connection's peer, or for a write a follower forwarded,

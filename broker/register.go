@@ -81,6 +81,9 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 		ClusterName:  b.cfg.BrokerClusterName,
 		HaServerAddr: b.cfg.BrokerIP2 + ":" + strconv.Itoa(b.cfg.HAListenPort),
 		BrokerID:     b.brokerID(),
+		// A DLedger node forwards writes to the leader whatever its role (forward.go), so the
+		// name servers may publish it as a stand-in master while the group has none.
+		ForwardsWrites: b.raft != nil,
 	}
 }
 

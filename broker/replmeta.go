@@ -278,6 +278,9 @@ func (b *Broker) forwardOrRefuse(conn *remoting.Conn, req *remoting.Command) *re
 	if fwd := b.forwardWrite(conn, req); fwd != nil {
 		return fwd
 	}
+	if ok, remark = b.writable(); ok { // it became the leader while waiting
+		return nil
+	}
 	return req.NewResponse(remoting.ServiceNotAvailable, remark)
 }
 

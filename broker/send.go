@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rocketraft/broker/meta"
+	"rocketraft/dledger"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -33,11 +34,13 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		resp.Remark = fmt.Sprintf(format, args...)
 		return resp
 	}
-	if ok, remark := b.writable(); !ok {
+	if ok, _ := b.writable(); !ok {
 		if fwd := b.forwardWrite(conn, req); fwd != nil {
 			return fwd
 		}
-		return fail(remoting.ServiceNotAvailable, "%s", remark)
+		if ok, remark := b.writable(); !ok { // else it became the leader while waiting
+			return fail(remoting.ServiceNotAvailable, "%s", remark)
+		}
 	}
 	h, err := parseSendHeader(req)
 	if err != nil {
@@ -99,6 +102,14 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	results, err := b.log.Append(ctx, records)
+	if errors.Is(err, dledger.ErrNotLeader) {
+		// Leadership moved before the records were proposed (a transfer, or a lost lease): they
+		// are not in the log, so the new leader can take them, and a client with a stale route
+		// keeps succeeding.
+		if fwd := b.forwardUnproposed(conn, req); fwd != nil {
+			return fwd
+		}
+	}
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		code, remark := errorCode(err)
 		b.logger.Warn("append failed", "topic", h.Topic, "error", err)

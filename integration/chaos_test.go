@@ -495,6 +495,15 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	load := startChaosLoad(t, ns.addr, topic, cp.producers, true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first kill")
+	// A consumer group reads along (committing offsets every 5 s, as the client does), while a
+	// watcher samples the topic's route and the group's committed offsets on the master.
+	queues, err := queueCount(ns.addr, topic)
+	if err != nil {
+		t.Fatalf("queue count of %s: %v", topic, err)
+	}
+	group := uniq("GChaos")
+	cons := startPushConsumer(t, g.asCluster(g.waitMaster(t, 20*time.Second, nil)), group, topic, all)
+	watch := startFailoverWatch(t, g, topic, group, queues)
 
 	var toRoute, toAck durations
 	start := time.Now()
@@ -506,6 +515,7 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 		next = killed.Add(cp.interval)
 		ackedBefore := load.nAcked.Load()
 		leader.kill()
+		watch.killed(killed)
 		master := g.waitMaster(t, 20*time.Second, leader)
 		reg := time.Since(killed)
 		ack := probeFirstAck(t, load, master, topic, k, 20*time.Second).Sub(killed)
@@ -518,6 +528,17 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	// Service after the last restart, through the producers.
 	load.waitAcked(50, 30*time.Second, "load acknowledged after the last restart")
 	elapsed := time.Since(start)
+	load.stopAndWait()
+	consumed := checkConsumedAll(t, cons, load, 2*time.Minute)
+	watch.close()
+	polls, noMaster, longest := watch.routeReport()
+	offs := watch.offsets()
+	if noMaster > 0 {
+		t.Errorf("the route of %s had no master in %d of %d polls (longest %v): a client refreshing then could not send", topic, noMaster, polls, longest)
+	}
+	if len(offs.violations) > 0 {
+		t.Errorf("%d committed offsets went back below a value replicated before the kill: %s", len(offs.violations), firstFew(offs.violations))
+	}
 	res := verifyGroup(t, g, load)
 
 	t.Logf("CHAOS leader-kill: %d kills every %v (restart after %v), %v of load, %d producers (%d instances started)",
@@ -527,6 +548,50 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	t.Logf("CHAOS leader-kill: failover kill -9 -> new master in route: %v", toRoute)
 	t.Logf("CHAOS leader-kill: failover kill -9 -> first SEND_OK from the new master: %v", toAck)
 	t.Logf("CHAOS leader-kill: commitlogs of the 3 nodes byte-identical over %d common bytes", res.commitLogBytes)
+	t.Logf("CHAOS leader-kill: route of the topic polled every %v: %d polls, %d without a master (longest %v)", watchRoutePeriod, polls, noMaster, longest)
+	t.Logf("CHAOS leader-kill: consumer group offsets sampled every %v on the master: %d samples, largest rollback %d (in %d readings, each within %v of a kill of a leader that had acknowledged it unreplicated)",
+		watchOffsetPeriod, offs.samples, offs.maxRollback, offs.rollbacks, replicationGrace)
+	t.Logf("CHAOS leader-kill: consumer received all %d acknowledged messages; %d deliveries in all, %d of the same body again (%d of them stored twice by a producer retry, %d redelivered)",
+		consumed.distinctAcked, consumed.deliveries, consumed.redelivered, min(res.duplicates, consumed.redelivered), max(0, consumed.redelivered-res.duplicates))
+}
+
+// consumption is what checkConsumedAll found.
+type consumption struct{ distinctAcked, deliveries, redelivered int }
+
+// checkConsumedAll waits (bounded) until the push consumer has received every acknowledged body
+// and reports redeliveries (deliveries beyond one per distinct body received).
+func checkConsumedAll(t testing.TB, c *pushConsumer, l *chaosLoad, timeout time.Duration) consumption {
+	t.Helper()
+	_, acked := l.snapshot()
+	want := map[string]bool{}
+	for _, s := range acked {
+		want[s.body] = true
+	}
+	var got []string
+	eventually(t, timeout, "the consumer receives every acknowledged message", func() error {
+		got = got[:0]
+		seen := map[string]bool{}
+		for _, m := range c.got.snapshot() {
+			got = append(got, string(m.Body))
+			seen[string(m.Body)] = true
+		}
+		missing := 0
+		for b := range want {
+			if !seen[b] {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d acknowledged messages not received yet", missing, len(want))
+		}
+		return nil
+	})
+	c.shutdown()
+	distinct := map[string]bool{}
+	for _, b := range got {
+		distinct[b] = true
+	}
+	return consumption{distinctAcked: len(want), deliveries: len(got), redelivered: len(got) - len(distinct)}
 }
 
 // probeFirstAck sends raw SEND_MESSAGEs (queue 0, a unique body each) to master every 20 ms

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rocketraft/protocol"
 )
 
 // raftGroup is one DLedger-mode broker group: mqbroker processes with the same brokerName,
@@ -131,27 +133,50 @@ func routeAddrs(nsAddr, topic string) (map[int64]string, error) {
 	return out, nil
 }
 
-// waitMaster waits until the route of TBW102 shows a master (brokerId 0) that is a running
-// member other than not, and returns it. It polls every 20 ms (not eventually's back-off), so the
-// failover time it measures is accurate to that.
+// registeredAddrs returns the group's brokerId -> address map as registered at the name server
+// (GET_BROKER_CLUSTER_INFO): unlike a topic route, it never shows a stand-in master.
+func registeredAddrs(nsAddr, brokerName string) (map[int64]string, error) {
+	resp, err := rawRequest(nsAddr, codeGetBrokerClusterInfo, nil, nil, 3*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("cluster info: %w", err)
+	}
+	if resp.Code != respSuccess {
+		return nil, fmt.Errorf("cluster info: code %d %q", resp.Code, resp.Remark)
+	}
+	var ci protocol.ClusterInfo
+	if err := protocol.Decode(resp.Body, &ci); err != nil {
+		return nil, fmt.Errorf("decode cluster info: %w", err)
+	}
+	bd := ci.BrokerAddrTable[brokerName]
+	if bd == nil {
+		return map[int64]string{}, nil
+	}
+	return bd.BrokerAddrs, nil
+}
+
+const codeGetBrokerClusterInfo = 106
+
+// waitMaster waits until a running member other than not is registered as the group's master
+// (brokerId 0 in the name server's cluster info, not a route's stand-in) and returns it. It polls
+// every 20 ms (not eventually's back-off), so the failover time it measures is accurate to that.
 func (g *raftGroup) waitMaster(t testing.TB, timeout time.Duration, not *broker) *broker {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		addrs, err := routeAddrs(g.ns.addr, "TBW102")
+		addrs, err := registeredAddrs(g.ns.addr, g.name)
 		if err == nil {
 			b := g.node(addrs[0])
 			switch {
 			case b == nil:
-				err = fmt.Errorf("no master of ours in the route: %v", addrs)
+				err = fmt.Errorf("no master of ours registered: %v", addrs)
 			case b == not || !b.running():
-				err = fmt.Errorf("the route's master %s is the stopped node: %v", b.addr, addrs)
+				err = fmt.Errorf("the registered master %s is the stopped node: %v", b.addr, addrs)
 			default:
 				return b
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no master in the route of %s within %v: %v", g.name, timeout, err)
+			t.Fatalf("no master of %s registered within %v: %v", g.name, timeout, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -46,6 +46,7 @@ func (s *Server) handleRegisterBroker(conn *remoting.Conn, req *remoting.Command
 		BrokerID:           h.BrokerID,
 		EnableActingMaster: h.EnableActingMaster,
 		ConnID:             connID(conn),
+		ForwardsWrites:     h.ForwardsWrites,
 	}
 	if h.HeartbeatTimeoutMillis != nil && *h.HeartbeatTimeoutMillis > 0 {
 		reg.Timeout = time.Duration(*h.HeartbeatTimeoutMillis) * time.Millisecond

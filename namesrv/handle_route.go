@@ -24,7 +24,7 @@ func (s *Server) handleGetRouteInfo(_ *remoting.Conn, req *remoting.Command) *re
 	if err := h.FromExt(req.ExtFields); err != nil {
 		return headerError(req, err)
 	}
-	route, ok := s.routes.Route(h.Topic)
+	route, ok := s.routes.Route(h.Topic, h.RegisteredOnly)
 	if !ok {
 		return req.NewResponse(remoting.TopicNotExist, TopicNotExistRemark+h.Topic)
 	}

@@ -13,7 +13,16 @@ import (
 // Route builds the route of topic: every broker name's queue data, and the group data of those
 // groups that still have members. ok is false when the topic has no queue data or none of its
 // groups is known (the caller answers TOPIC_NOT_EXIST). The result is a deep copy, sorted.
-func (t *RouteTable) Route(topic string) (route *protocol.TopicRouteData, ok bool) {
+//
+// Unless registeredOnly, a group that has no master but has live members registered with
+// forwardsWrites (DLedger followers) gets a stand-in master: the lowest-id such member is also
+// published as brokerId 0. Stock clients drop a group without a master from their send routes
+// and refresh routes only every 30 s, so a client refreshing in the second between a dead
+// leader's deregistration and its successor's registration would fail every send for up to
+// 30 s; with the stand-in its sends reach a follower, which forwards them to the new leader (or
+// answers SERVICE_NOT_AVAILABLE while there is none, which the client retries). Cluster info and
+// registration answers always show the registrations as they are.
+func (t *RouteTable) Route(topic string, registeredOnly bool) (route *protocol.TopicRouteData, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	qds := t.topicQueueTable[topic]
@@ -29,6 +38,9 @@ func (t *RouteTable) Route(topic string) (route *protocol.TopicRouteData, ok boo
 			continue
 		}
 		clone := bd.Clone()
+		if !registeredOnly {
+			t.standInMasterLocked(clone)
+		}
 		route.BrokerDatas = append(route.BrokerDatas, clone)
 		if len(t.filterServerTable) == 0 {
 			continue
@@ -44,6 +56,24 @@ func (t *RouteTable) Route(topic string) (route *protocol.TopicRouteData, ok boo
 	}
 	route.Sort()
 	return route, true
+}
+
+// standInMasterLocked publishes the lowest-id live write-forwarding member of bd (a copy) as its
+// master when it has none (see Route).
+func (t *RouteTable) standInMasterLocked(bd *protocol.BrokerData) {
+	if _, ok := bd.BrokerAddrs[protocol.MasterID]; ok {
+		return
+	}
+	best, found := int64(0), false
+	for id, addr := range bd.BrokerAddrs {
+		live := t.brokerLiveTable[brokerKey{bd.Cluster, addr}]
+		if live != nil && live.forwardsWrites && (!found || id < best) {
+			best, found = id, true
+		}
+	}
+	if found {
+		bd.BrokerAddrs[protocol.MasterID] = bd.BrokerAddrs[best]
+	}
 }
 
 // ClusterInfo returns a deep copy of the group and cluster tables (GET_BROKER_CLUSTER_INFO).

@@ -29,6 +29,9 @@ type brokerLive struct {
 	dataVersion  protocol.DataVersion
 	connID       uint64 // connection that registered it; 0 = none (tests, in-process)
 	haServerAddr string
+	// forwardsWrites: the broker relays writes to its group's master (a DLedger node), so it
+	// may stand in as master in routes while its group has none (Route).
+	forwardsWrites bool
 }
 
 // RouteTable is the name server's soft state (§10.1), rebuilt from broker registrations. It is
@@ -85,6 +88,8 @@ type Registration struct {
 	// ConnID is the remoting connection the registration arrived on (0 = none); closing that
 	// connection removes the broker (RemoveConn).
 	ConnID uint64
+	// ForwardsWrites is the register header's forwardsWrites (ours): see Route's stand-in.
+	ForwardsWrites bool
 }
 
 // RegisterResult is what REGISTER_BROKER answers: for a slave, the live master's address and HA
@@ -176,7 +181,7 @@ func (t *RouteTable) Register(r Registration) (RegisterResult, error) {
 		timeout = t.defaultExpiry
 	}
 	t.brokerLiveTable[key] = &brokerLive{lastUpdate: t.now(), timeout: timeout, dataVersion: topics.DataVersion,
-		connID: r.ConnID, haServerAddr: r.HaServerAddr}
+		connID: r.ConnID, haServerAddr: r.HaServerAddr, forwardsWrites: r.ForwardsWrites}
 	if r.FilterServerList != nil {
 		if len(r.FilterServerList) == 0 {
 			delete(t.filterServerTable, key)

@@ -198,7 +198,7 @@ func TestServerRegisterErrors(t *testing.T) {
 	}
 	h.Compressed = true
 	expectCode(t, c.call(remoting.RegisterBroker, h.ToExt(), comp), remoting.Success)
-	if r, ok := s.Routes().Route("Z"); !ok || r.QueueDatas[0].WriteQueueNums != 2 {
+	if r, ok := s.Routes().Route("Z", false); !ok || r.QueueDatas[0].WriteQueueNums != 2 {
 		t.Fatalf("compressed registration not applied: %+v", r)
 	}
 }
@@ -225,12 +225,12 @@ func TestServerBrokerLiveness(t *testing.T) {
 	expectCode(t, c.call(remoting.BrokerHeartbeat, hb, nil), remoting.Success)
 	clk.Advance(50 * time.Second) // 100 s since registration, 50 s since heartbeat
 	time.Sleep(50 * time.Millisecond)
-	if _, ok := s.Routes().Route("T"); !ok {
+	if _, ok := s.Routes().Route("T", false); !ok {
 		t.Fatal("heartbeat did not keep the broker alive")
 	}
 	clk.Advance(11 * time.Second)
 	eventually(t, 5*time.Second, func() error {
-		if _, ok := s.Routes().Route("T"); ok {
+		if _, ok := s.Routes().Route("T", false); ok {
 			return fmt.Errorf("broker not expired")
 		}
 		return nil
@@ -240,7 +240,7 @@ func TestServerBrokerLiveness(t *testing.T) {
 	expectCode(t, registerFakeBroker(c, "b", "a:1", 0, registerBody(topic("T", 4, 6), topic("U", 1, 6))), remoting.Success)
 	un := (&protocol.UnregisterBrokerRequestHeader{ClusterName: "DefaultCluster", BrokerName: "b", BrokerAddr: "a:1"}).ToExt()
 	expectCode(t, c.call(remoting.UnregisterBroker, un, nil), remoting.Success)
-	if _, ok := s.Routes().Route("T"); ok {
+	if _, ok := s.Routes().Route("T", false); ok {
 		t.Fatal("route after unregister")
 	}
 }
@@ -269,11 +269,11 @@ func TestServerKVAndTopicAdmin(t *testing.T) {
 	expectCode(t, registerFakeBroker(c, "b", "a:1", 0, registerBody(topic("T", 4, 6), topic("U", 1, 6))), remoting.Success)
 	route := protocol.MustEncode(&protocol.TopicRouteData{QueueDatas: []*protocol.QueueData{{BrokerName: "b", ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6}}})
 	expectCode(t, c.call(remoting.RegisterTopicInNamesrv, map[string]string{"topic": "New"}, route), remoting.Success)
-	if r, ok := s.Routes().Route("New"); !ok || r.QueueDatas[0].ReadQueueNums != 3 {
+	if r, ok := s.Routes().Route("New", false); !ok || r.QueueDatas[0].ReadQueueNums != 3 {
 		t.Fatalf("registered topic %+v", r)
 	}
 	expectCode(t, c.call(remoting.DeleteTopicInNamesrv, map[string]string{"topic": "New"}, nil), remoting.Success)
-	if _, ok := s.Routes().Route("New"); ok {
+	if _, ok := s.Routes().Route("New", false); ok {
 		t.Fatal("topic not deleted")
 	}
 }

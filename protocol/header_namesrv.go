@@ -16,6 +16,11 @@ type RegisterBrokerRequestHeader struct {
 	Compressed         bool
 	// BodyCrc32 is crc32(body)&0x7FFFFFFF, or 0 for "not checked".
 	BodyCrc32 int32
+	// ForwardsWrites (ext forwardsWrites, ours; absent when false) says that this broker, even as
+	// a slave, relays every write it receives to its group's current master: a DLedger-mode
+	// node. The name server may then publish it as the group's master while the group has none
+	// (RouteTable.Route), so clients never read a route whose sends cannot succeed.
+	ForwardsWrites bool
 }
 
 // ToExt implements Header.
@@ -30,6 +35,9 @@ func (h *RegisterBrokerRequestHeader) ToExt() map[string]string {
 	w.optBool("enableActingMaster", h.EnableActingMaster)
 	w.boolean("compressed", h.Compressed)
 	w.int32("bodyCrc32", h.BodyCrc32)
+	if h.ForwardsWrites {
+		w.boolean("forwardsWrites", true)
+	}
 	return w
 }
 
@@ -46,6 +54,7 @@ func (h *RegisterBrokerRequestHeader) FromExt(ext map[string]string) error {
 		EnableActingMaster:     r.optBool("enableActingMaster"),
 		Compressed:             r.boolean("compressed", false),
 		BodyCrc32:              r.int32("bodyCrc32", false),
+		ForwardsWrites:         r.boolean("forwardsWrites", false),
 	}
 	return r.err
 }
@@ -132,6 +141,10 @@ func (h *QueryDataVersionResponseHeader) FromExt(ext map[string]string) error {
 type GetRouteInfoRequestHeader struct {
 	Topic                  string
 	AcceptStandardJSONOnly bool
+	// RegisteredOnly (ext registeredOnly, ours) asks for the registrations as they are, without a
+	// stand-in master: a DLedger follower looking for the real leader must not find itself or
+	// another follower.
+	RegisteredOnly bool
 }
 
 // ToExt implements Header.
@@ -141,13 +154,17 @@ func (h *GetRouteInfoRequestHeader) ToExt() map[string]string {
 	if h.AcceptStandardJSONOnly {
 		w.boolean("acceptStandardJsonOnly", true)
 	}
+	if h.RegisteredOnly {
+		w.boolean("registeredOnly", true)
+	}
 	return w
 }
 
 // FromExt implements Header.
 func (h *GetRouteInfoRequestHeader) FromExt(ext map[string]string) error {
 	r := extReader{ext: ext}
-	*h = GetRouteInfoRequestHeader{Topic: r.str("topic", true), AcceptStandardJSONOnly: r.boolean("acceptStandardJsonOnly", false)}
+	*h = GetRouteInfoRequestHeader{Topic: r.str("topic", true), AcceptStandardJSONOnly: r.boolean("acceptStandardJsonOnly", false),
+		RegisteredOnly: r.boolean("registeredOnly", false)}
 	return r.err
 }
 
