@@ -52,6 +52,9 @@ type Broker struct {
 	fwdClient   *remoting.Client
 	leaderAddrs leaderAddrCache
 	stats       *stats
+	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
+	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
+	inMemoryBytes int64
 	// DLedger mode: metaMu serialises topic and group proposals (check, propose, apply), and
 	// offsetBatch groups consumer-offset commits into Raft entries (replmeta.go).
 	metaMu      sync.Mutex
@@ -81,6 +84,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
 	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
 	// Raft directory (a classic config/ under the same root is never overwritten).
+	b.inMemoryBytes = physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
 	configDir := filepath.Join(cfg.StorePathRootDir, "config")
 	if cfg.EnableDLegerCommitLog {
 		configDir = filepath.Join(raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID), "config")

@@ -86,8 +86,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	res := b.st().GetMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, maxPullBytes, sub.Match)
-	resp.SetExt("suggestWhichBrokerId", "0")
+	st := b.st()
+	res := st.GetMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, maxPullBytes, sub.Match)
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, st.CommitLogMaxOffset()), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
@@ -113,6 +114,27 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 	}
 	return resp
+}
+
+// suggestBroker is the broker id the consumer should pull this queue from next (the client keeps
+// it per queue; protocol doc §10.4). Without slaveReadEnable it is always the master (0). With
+// it, a reader further behind the commitlog end than accessMessageInMemoryMaxRatio percent of RAM
+// (its data is likely on disk, not in the page cache) is sent to the group's
+// whichBrokerWhenConsumeSlowly (default 1: a slave; in DLedger mode a follower, whose ids are
+// peer index + 1, and the client tries the next id when that one is the master's), and anyone else
+// to the group's brokerId (default 0), which also sends a caught-up reader back from a slave.
+func (b *Broker) suggestBroker(group string, res *storage.GetResult, commitLogEnd int64) int64 {
+	if !b.cfg.SlaveReadEnable {
+		return protocol.MasterID
+	}
+	slow, normal := int64(1), int64(protocol.MasterID)
+	if gc := b.groups.Get(group); gc != nil {
+		slow, normal = gc.WhichBrokerWhenConsumeSlowly, gc.BrokerID
+	}
+	if res.Status == storage.Found && commitLogEnd-res.ReadPhysEnd > b.inMemoryBytes {
+		return slow
+	}
+	return normal
 }
 
 // pullCode maps a store lookup status to the pull response code (protocol doc

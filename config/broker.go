@@ -72,11 +72,14 @@ type Broker struct {
 	MaxIndexNum        int  `prop:"maxIndexNum"`        // default 20000000
 
 	// Consumers and clients.
-	LongPollingEnable           bool  `prop:"longPollingEnable"`                                         // default true
-	ShortPollingTimeMills       int64 `prop:"shortPollingTimeMills"`                                     // pull suspend when long polling is off, ms; default 1000
-	SlaveReadEnable             bool  `prop:"slaveReadEnable"`                                           // default false
-	ClientChannelExpiredTimeout int64 `prop:"clientChannelExpiredTimeout" alias:"channelExpiredTimeout"` // drop silent client channels, ms; default 120000
-	FlushConsumerOffsetInterval int   `prop:"flushConsumerOffsetInterval"`                               // persist consumer offsets, ms; default 5000
+	LongPollingEnable     bool  `prop:"longPollingEnable"`     // default true
+	ShortPollingTimeMills int64 `prop:"shortPollingTimeMills"` // pull suspend when long polling is off, ms; default 1000
+	SlaveReadEnable       bool  `prop:"slaveReadEnable"`       // default false
+	// AccessMessageInMemoryMaxRatio: with slaveReadEnable, a pull reading further behind the
+	// commitlog end than this percentage of physical RAM is told to read from a slave; default 40.
+	AccessMessageInMemoryMaxRatio int   `prop:"accessMessageInMemoryMaxRatio"`
+	ClientChannelExpiredTimeout   int64 `prop:"clientChannelExpiredTimeout" alias:"channelExpiredTimeout"` // drop silent client channels, ms; default 120000
+	FlushConsumerOffsetInterval   int   `prop:"flushConsumerOffsetInterval"`                               // persist consumer offsets, ms; default 5000
 
 	// Name server registration.
 	RegisterNameServerPeriod int `prop:"registerNameServerPeriod"` // ms; default 30000
@@ -153,10 +156,11 @@ func NewBroker() *Broker {
 		MaxHashSlotNum:     5000000,
 		MaxIndexNum:        20000000,
 
-		LongPollingEnable:           true,
-		ShortPollingTimeMills:       1000,
-		ClientChannelExpiredTimeout: 120000,
-		FlushConsumerOffsetInterval: 5000,
+		LongPollingEnable:             true,
+		AccessMessageInMemoryMaxRatio: 40,
+		ShortPollingTimeMills:         1000,
+		ClientChannelExpiredTimeout:   120000,
+		FlushConsumerOffsetInterval:   5000,
 
 		RegisterNameServerPeriod: 30000,
 

@@ -99,6 +99,9 @@ func (b *Broker) Validate() error {
 	if b.DefaultTopicQueueNums > 1024 {
 		add("defaultTopicQueueNums", "must be <= 1024, got %d", b.DefaultTopicQueueNums)
 	}
+	if b.AccessMessageInMemoryMaxRatio < 0 || b.AccessMessageInMemoryMaxRatio > 100 {
+		add("accessMessageInMemoryMaxRatio", "must be within 0..100, got %d", b.AccessMessageInMemoryMaxRatio)
+	}
 	if b.DiskMaxUsedSpaceRatio < 10 || b.DiskMaxUsedSpaceRatio > 95 {
 		add("diskMaxUsedSpaceRatio", "must be within 10..95, got %d", b.DiskMaxUsedSpaceRatio)
 	}

@@ -53,6 +53,9 @@ type GetResult struct {
 	Body []byte
 	// Bytes is len(Body).
 	Bytes int
+	// ReadPhysEnd is the commitlog offset just past the last record returned (0 when none): how
+	// far behind the commitlog end the reader is decides whether it should read from a slave.
+	ReadPhysEnd int64
 }
 
 // GetMessages reads up to maxNums records of (topic, queueID) from logical offset offset,
@@ -118,6 +121,7 @@ func (s *Store) GetMessages(topic string, queueID int32, offset int64, maxNums i
 		}
 		r.Body = body
 		r.Bytes = len(body)
+		r.ReadPhysEnd = u.phys + int64(u.size)
 		ends = append(ends, len(body))
 		r.Records = append(r.Records, nil) // filled below: Body may still move
 	}
