@@ -50,10 +50,12 @@ CHAOS_KILLS         ?= 20
 CHAOS_INTERVAL      ?= 15s
 CHAOS_RESTART_DELAY ?= 5s
 CHAOS_PRODUCERS     ?= 2
+CHAOS_DISK_BUSY     ?= 1
 chaos: build
 	@out=$$(mktemp); \
 	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
 	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
+	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) \
 	  $(GO) test -count=1 -timeout 30m -v -run '^TestChaos' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== chaos figures ===="; \
 	grep -E 'CHAOS|kill [0-9]+/|follower kill:|minority left:|leader isolated:|^--- |^(ok|FAIL)' $$out; \

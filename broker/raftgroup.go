@@ -93,6 +93,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		SnapshotInterval:   cfg.DLegerSnapshotInterval(),
 		SnapshotThreshold:  uint64(cfg.DLegerSnapshotThreshold),
 		LogStore:           cfg.DLegerLogStore,
+		NoFastFailover:     !cfg.DLegerFastFailover,
 	}, f)
 	if err != nil {
 		_ = f.Close()

@@ -101,6 +101,9 @@ type Broker struct {
 	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec"`  // how often to check whether to snapshot, seconds
 	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold"`    // snapshot once this many entries are past the last one
 	DLegerLogStore             string `prop:"dLegerLogStore"`             // wal | bolt; "" = wal
+	// DLegerFastFailover: followers probe the leader's Raft port and campaign at once when its
+	// process is gone (connection closed, dial refused) instead of after the heartbeat timeout.
+	DLegerFastFailover bool `prop:"dLegerFastFailover"` // default true
 
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
@@ -157,6 +160,7 @@ func NewBroker() *Broker {
 		MaxIndexNum:        20000000,
 
 		LongPollingEnable:             true,
+		DLegerFastFailover:            true,
 		AccessMessageInMemoryMaxRatio: 40,
 		ShortPollingTimeMills:         1000,
 		ClientChannelExpiredTimeout:   120000,

@@ -52,6 +52,10 @@ type Config struct {
 	// all: it waits to be added by AddVoter on the leader instead of bootstrapping.
 	Join bool `json:"dLegerJoin"`
 
+	// NoFastFailover turns off the follower's probe of the leader's Raft port (liveness.go): a
+	// dead leader is then noticed only by the heartbeat timeout.
+	NoFastFailover bool `json:"dLegerNoFastFailover"`
+
 	HeartbeatTimeout   time.Duration `json:"dLegerHeartbeatTimeout"`
 	ElectionTimeout    time.Duration `json:"dLegerElectionTimeout"`
 	LeaderLeaseTimeout time.Duration `json:"dLegerLeaderLeaseTimeout"`

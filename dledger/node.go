@@ -101,6 +101,10 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	n.observerWG.Add(1)
 	go n.observe()
+	if !cfg.NoFastFailover {
+		n.observerWG.Add(1)
+		go n.watchLeader()
+	}
 	return n, nil
 }
 

@@ -279,3 +279,38 @@ func TestLosingQuorum(t *testing.T) {
 		t.Fatal("still leader")
 	}
 }
+
+// TestFastFailover: with a heartbeat timeout of 3 s, a follower's timer cannot start an election
+// for at least 3 s after the leader stops; the probes of the leader's Raft port (liveness.go) see
+// its connections end and its port refuse, so a new leader is ready long before that. With
+// NoFastFailover nobody leads within 2 s.
+func TestFastFailover(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fast=%v", fast), func(t *testing.T) {
+			c := newCluster(t, 3, func(cfg *Config) {
+				cfg.HeartbeatTimeout = 3 * time.Second
+				cfg.ElectionTimeout = 3 * time.Second
+				cfg.LeaderLeaseTimeout = 3 * time.Second
+				cfg.NoFastFailover = !fast
+			}, nil)
+			lead := c.leader(20 * time.Second)
+			applyN(t, lead, "before", 5)
+			old := lead.ID()
+			time.Sleep(300 * time.Millisecond) // the followers' probes connect
+			start := time.Now()
+			c.stop(old)
+			if !fast {
+				time.Sleep(2 * time.Second)
+				for id, n := range c.nodes {
+					if n.IsLeader() {
+						t.Fatalf("%s leads within 2 s of the stop without fast failover", id)
+					}
+				}
+				return
+			}
+			next := c.leader(2 * time.Second)
+			t.Logf("leader %s stopped; %s ready leader after %v (heartbeat timeout 3 s)", old, next.ID(), time.Since(start).Round(time.Millisecond))
+			applyN(t, next, "after", 5)
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,12 +34,14 @@ import (
 //	RR_CHAOS_RESTART_DELAY  time from a kill to the restart of the killed node (default 2s; make chaos: 5s)
 //	RR_CHAOS_PRODUCERS      concurrent producers (default 2)
 //	RR_CHAOS_HEARTBEAT_MS   dLegerHeartbeatTimeoutMs (and election timeout) of the nodes (default 0 = 500 ms)
+//	RR_CHAOS_DISK_BUSY      1: a writer fsyncs 4 MiB chunks to the test's disk all along (make chaos: 1)
 type chaosParams struct {
 	kills        int
 	interval     time.Duration
 	restartDelay time.Duration
 	producers    int
 	heartbeatMs  int
+	diskBusy     bool
 }
 
 func chaosParamsFromEnv(t testing.TB) chaosParams {
@@ -67,6 +70,9 @@ func chaosParamsFromEnv(t testing.TB) chaosParams {
 	dur("RR_CHAOS_RESTART_DELAY", &p.restartDelay)
 	atoi("RR_CHAOS_PRODUCERS", &p.producers)
 	atoi("RR_CHAOS_HEARTBEAT_MS", &p.heartbeatMs)
+	busy := 0
+	atoi("RR_CHAOS_DISK_BUSY", &busy)
+	p.diskBusy = busy > 0
 	if p.kills < 1 || p.producers < 1 {
 		t.Fatalf("RR_CHAOS_KILLS and RR_CHAOS_PRODUCERS must be >= 1")
 	}
@@ -489,6 +495,10 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	ns := startNamesrv(t)
 	g := startRaftGroup(t, ns, 3, chaosProps(extra)...)
 	g.waitMaster(t, 20*time.Second, nil)
+	var disk *diskLoad
+	if cp.diskBusy {
+		disk = startDiskLoad(t)
+	}
 	topic := uniq("ChaosLeaderKill")
 	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 
@@ -529,6 +539,10 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	load.waitAcked(50, 30*time.Second, "load acknowledged after the last restart")
 	elapsed := time.Since(start)
 	load.stopAndWait()
+	diskNote := "disk not loaded"
+	if disk != nil {
+		diskNote = disk.stop()
+	}
 	consumed := checkConsumedAll(t, cons, load, 2*time.Minute)
 	watch.close()
 	polls, noMaster, longest := watch.routeReport()
@@ -545,6 +559,7 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 		cp.kills, cp.interval, cp.restartDelay, elapsed.Round(time.Second), cp.producers, load.producersStarted.Load())
 	t.Logf("CHAOS leader-kill: messages sent %d (attempts %d, failed attempts %d), acknowledged %d, lost 0, stored %d (%d never acknowledged), duplicates %d (each explained by a failed attempt and its retry)",
 		res.distinct, res.attempts, res.failedAttempts, res.acked, res.stored, res.storedUnacked, res.duplicates)
+	t.Logf("CHAOS leader-kill: %s", diskNote)
 	t.Logf("CHAOS leader-kill: failover kill -9 -> new master in route: %v", toRoute)
 	t.Logf("CHAOS leader-kill: failover kill -9 -> first SEND_OK from the new master: %v", toAck)
 	t.Logf("CHAOS leader-kill: commitlogs of the 3 nodes byte-identical over %d common bytes", res.commitLogBytes)
@@ -592,6 +607,79 @@ func checkConsumedAll(t testing.TB, c *pushConsumer, l *chaosLoad, timeout time.
 		distinct[b] = true
 	}
 	return consumption{distinctAcked: len(want), deliveries: len(got), redelivered: len(got) - len(distinct)}
+}
+
+// diskLoad keeps the disk busy during a chaos run, as other tenants or a compaction would: it
+// writes 4 MiB chunks to a file in the test's temporary directory and fsyncs each one, starting
+// over every 256 MiB.
+type diskLoad struct {
+	t       testing.TB
+	done    chan struct{}
+	wg      sync.WaitGroup
+	written atomic.Int64
+	syncs   atomic.Int64
+	maxSync atomic.Int64 // nanoseconds
+	started time.Time
+}
+
+func startDiskLoad(t testing.TB) *diskLoad {
+	d := &diskLoad{t: t, done: make(chan struct{}), started: time.Now()}
+	path := filepath.Join(t.TempDir(), "disk-load")
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f, err := os.Create(path)
+		if err != nil {
+			t.Errorf("disk load: %v", err)
+			return
+		}
+		defer os.Remove(path)
+		defer f.Close()
+		chunk := make([]byte, 4<<20)
+		for i := range chunk {
+			chunk[i] = byte(i * 7)
+		}
+		var off int64
+		for {
+			select {
+			case <-d.done:
+				return
+			default:
+			}
+			if _, err := f.WriteAt(chunk, off); err != nil {
+				t.Errorf("disk load write: %v", err)
+				return
+			}
+			s := time.Now()
+			if err := f.Sync(); err != nil {
+				t.Errorf("disk load sync: %v", err)
+				return
+			}
+			if el := int64(time.Since(s)); el > d.maxSync.Load() {
+				d.maxSync.Store(el)
+			}
+			d.syncs.Add(1)
+			d.written.Add(int64(len(chunk)))
+			if off += int64(len(chunk)); off >= 256<<20 {
+				off = 0
+			}
+		}
+	}()
+	t.Cleanup(func() { d.stop() })
+	return d
+}
+
+// stop ends the load and describes it.
+func (d *diskLoad) stop() string {
+	select {
+	case <-d.done:
+	default:
+		close(d.done)
+	}
+	waitGroup(d.t, &d.wg, 30*time.Second, "disk load stops")
+	el := time.Since(d.started).Seconds()
+	return fmt.Sprintf("disk kept busy: %.0f MB/s of 4 MiB writes each fsynced (%d fsyncs, slowest %v)",
+		float64(d.written.Load())/el/1e6, d.syncs.Load(), time.Duration(d.maxSync.Load()).Round(time.Millisecond))
 }
 
 // probeFirstAck sends raw SEND_MESSAGEs (queue 0, a unique body each) to master every 20 ms

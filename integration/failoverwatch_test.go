@@ -114,12 +114,14 @@ func (w *failoverWatch) watchOffsets() {
 			continue
 		}
 		for q := range w.queues {
+			// The time the question was asked: a leader killed after that may still have answered.
+			asked := time.Now()
 			off, found, err := consumerOffset(addrs[0], w.group, w.topic, q)
 			if err != nil || !found {
 				continue
 			}
 			w.mu.Lock()
-			w.samples[q] = append(w.samples[q], offsetSample{time.Now(), off})
+			w.samples[q] = append(w.samples[q], offsetSample{asked, off})
 			w.mu.Unlock()
 		}
 	}

@@ -1,0 +1,181 @@
+package dledger
+
+import (
+	"errors"
+	"io"
+	"net"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Fast failover.
+//
+// A follower of hashicorp/raft notices a dead leader only when its heartbeat timer, re-armed at a
+// random [HeartbeatTimeout, 2*HeartbeatTimeout) whatever the traffic, fires at least one
+// HeartbeatTimeout after the last contact: 0.5-1.5 s with our 500 ms, before the election and
+// the new leader's first commit. When the leader's process dies, though, its kernel closes its
+// sockets at once: a follower that holds an idle TCP connection to the leader's Raft port reads
+// EOF within a millisecond, and a second dial is refused. That is proof enough that the leader is
+// gone (a partition or a stalled leader never produces it, so those still take the timeouts,
+// which is what keeps a slow disk from causing elections), and the surviving voters campaign at
+// once instead of waiting.
+//
+// They campaign with a TimeoutNow RPC sent to themselves: the library's leadership-transfer path,
+// whose vote requests other followers grant although they still remember the dead leader (a plain
+// election would be refused by that stickiness until their own timers fire). Raft's safety does
+// not depend on who campaigns or when: a voter still grants only a candidate whose log is at least
+// as up to date as its own. To avoid split votes the survivors take turns in configuration order,
+// fastCampaignStagger apart, each only if no new leader has appeared meanwhile; the first one
+// wins unless its log is behind, and then the next one, whose log is longer, wins instead.
+
+const (
+	// probeDialTimeout bounds the probe connection and the confirming dial.
+	probeDialTimeout = 300 * time.Millisecond
+	// probeRecheck is how often a probe checks that the leader it watches is still the leader.
+	probeRecheck = 200 * time.Millisecond
+	// fastCampaignStagger separates the survivors' campaigns.
+	fastCampaignStagger = 150 * time.Millisecond
+)
+
+// watchLeader holds a probe connection to the current leader's Raft port while this node is a
+// follower, and starts a fast election when the leader's process is gone.
+func (n *Node) watchLeader() {
+	defer n.observerWG.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		default:
+		}
+		addr, id := n.raft.LeaderWithID()
+		if n.raft.State() != raft.Follower || addr == "" || string(id) == n.cfg.SelfID {
+			n.sleep(50 * time.Millisecond)
+			continue
+		}
+		if n.probe(string(id), string(addr)) {
+			n.campaignAfterLeaderDeath(string(id))
+		}
+	}
+}
+
+// sleep waits d or until shutdown.
+func (n *Node) sleep(d time.Duration) {
+	select {
+	case <-n.stop:
+	case <-time.After(d):
+	}
+}
+
+// probe connects to the leader's Raft port and reads until the connection ends, the leader
+// changes, or this node stops. It reports whether the leader's process is gone: the connection
+// ended and a new dial is refused.
+func (n *Node) probe(id, addr string) (dead bool) {
+	conn, err := net.DialTimeout("tcp", addr, probeDialTimeout)
+	if err != nil {
+		if refused(err) {
+			return n.stillLeader(id)
+		}
+		n.sleep(probeRecheck)
+		return false
+	}
+	defer conn.Close()
+	buf := make([]byte, 1)
+	for {
+		select {
+		case <-n.stop:
+			return false
+		default:
+		}
+		if _, cur := n.raft.LeaderWithID(); string(cur) != id {
+			return false
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(probeRecheck))
+		_, err := conn.Read(buf)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			continue
+		}
+		if err == nil { // the transport never writes first; ignore and keep watching
+			continue
+		}
+		if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			return false
+		}
+		c, derr := net.DialTimeout("tcp", addr, probeDialTimeout)
+		if derr == nil {
+			c.Close()
+			return false // the listener is still there: not a dead process
+		}
+		return refused(derr) && n.stillLeader(id)
+	}
+}
+
+// stillLeader reports whether this node still follows id (no other leader took over yet).
+func (n *Node) stillLeader(id string) bool {
+	_, cur := n.raft.LeaderWithID()
+	return string(cur) == id && n.raft.State() == raft.Follower
+}
+
+// votedForOtherSince reports whether this node granted its vote to another candidate in a term
+// after term (hashicorp/raft persists its vote in the stable store before answering).
+func (n *Node) votedForOtherSince(term uint64) bool {
+	vt, err := n.stab.GetUint64([]byte("LastVoteTerm"))
+	if err != nil || vt <= term {
+		return false
+	}
+	cand, err := n.stab.Get([]byte("LastVoteCand"))
+	if err != nil {
+		return false
+	}
+	return string(cand) != n.cfg.SelfID && string(cand) != n.Addr()
+}
+
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
+
+// campaignAfterLeaderDeath makes this node campaign now if it is the first surviving voter in
+// configuration order, or after fastCampaignStagger per voter before it if no new leader has
+// appeared by then. Non-voters never campaign.
+func (n *Node) campaignAfterLeaderDeath(dead string) {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var survivors []string
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter && string(s.ID) != dead {
+			survivors = append(survivors, string(s.ID))
+		}
+	}
+	rank := slices.Index(survivors, n.cfg.SelfID)
+	if rank < 0 {
+		return
+	}
+	start := time.Now()
+	if rank > 0 {
+		term := n.raft.CurrentTerm()
+		n.sleep(time.Duration(rank) * fastCampaignStagger)
+		if _, cur := n.raft.LeaderWithID(); cur != "" && string(cur) != dead {
+			return // someone else won
+		}
+		if n.raft.State() != raft.Follower || n.votedForOtherSince(term) {
+			return // an earlier survivor is campaigning with our vote: it wins unless it dies too
+		}
+	}
+	self := raft.ServerAddress(n.Addr())
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax,
+		ID:              []byte(n.cfg.SelfID),
+		Addr:            n.trans.EncodePeer(raft.ServerID(n.cfg.SelfID), self),
+	}}
+	if err := n.trans.TimeoutNow(raft.ServerID(n.cfg.SelfID), self, req, &raft.TimeoutNowResponse{}); err != nil {
+		n.cfg.Logger.Warn("fast failover: could not start a campaign", "deadLeader", dead, "error", err)
+		return
+	}
+	n.cfg.Logger.Info("fast failover: the leader's process is gone (connection closed, dial refused); campaigning now",
+		"deadLeader", dead, "rank", rank, "waited", time.Since(start).Round(time.Millisecond))
+	// Leave the campaign time to finish before probing again.
+	n.sleep(n.cfg.ElectionTimeout)
+}
