@@ -12,6 +12,7 @@ import (
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // brokerVersionDesc is reported in GET_BROKER_RUNTIME_INFO.
@@ -95,7 +96,7 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.SystemError, "delete topic config: "+err.Error())
 	}
 	b.offsets.DeleteTopic(topic)
-	if err := b.st().DeleteTopic(topic); err != nil {
+	if err := b.local.DeleteTopic(topic); err != nil { // classic mode: the local store
 		return req.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error())
 	}
 	b.logger.Info("topic deleted", "topic", topic)
@@ -124,7 +125,10 @@ func (b *Broker) fastjsonResponse(req *remoting.Command, v protocol.FastjsonEnco
 }
 
 func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	st := b.st().Stats()
+	st, err := b.storeStats()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	table := map[string]string{
 		"brokerVersionDesc":           brokerVersionDesc,
@@ -139,8 +143,8 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 		"msgGetTotalYesterdayMorning": "0",
 		"msgPutTotalTodayMorning":     "0",
 		"msgGetTotalTodayMorning":     "0",
-		"commitLogMinOffset":          i64(b.st().CommitLogMinOffset()),
-		"commitLogMaxOffset":          i64(b.st().CommitLogMaxOffset()),
+		"commitLogMinOffset":          i64(st.CommitLogMinOffset),
+		"commitLogMaxOffset":          i64(st.CommitLogMaxOffset),
 		"dispatchBehindBytes":         "0",
 		"pageCacheLockTimeMills":      "0",
 		"sendThreadPoolQueueSize":     "0",
@@ -217,13 +221,23 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 	return req.NewResponse(remoting.Success, "")
 }
 
+// storeStats returns the store's figures (GET_BROKER_RUNTIME_INFO, /status).
+func (b *Broker) storeStats() (storage.Stats, error) {
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storage.Stats{}, err
+	}
+	defer release()
+	return st.Stats(), nil
+}
+
 // lastStoreTime is the store time of the message just before offset in a
 // queue, or 0 when there is none.
-func (b *Broker) lastStoreTime(topic string, qid int32, offset int64) int64 {
+func lastStoreTime(st *storage.Store, topic string, qid int32, offset int64) int64 {
 	if offset <= 0 {
 		return 0
 	}
-	res := b.st().GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
+	res := st.GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
 	if len(res.Records) == 0 {
 		return 0
 	}
@@ -241,12 +255,17 @@ func (b *Broker) handleTopicStats(_ *remoting.Conn, req *remoting.Command) *remo
 		return req.NewResponse(remoting.TopicNotExist, "topic["+topic+"] not exist")
 	}
 	table := &protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
 	for q := int32(0); q < tc.WriteQueueNums; q++ {
-		maxOff := b.st().MaxOffset(topic, q)
+		maxOff := st.MaxOffset(topic, q)
 		table.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.TopicOffset{
-			MinOffset: b.st().MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: b.lastStoreTime(topic, q, maxOff),
+			MinOffset: st.MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: lastStoreTime(st, topic, q, maxOff),
 		}
 	}
+	release()
 	return b.fastjsonResponse(req, table)
 }
 
@@ -287,6 +306,11 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 		}
 	}
 	stats := &protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
+	defer release() // the offset tables below are in-memory reads: nothing here waits
 	for t := range topics {
 		tc := b.topics.Get(t)
 		if tc == nil {
@@ -299,8 +323,8 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 			}
 			pull, _ := b.offsets.PullOffset(group, t, q)
 			stats.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.OffsetWrapper{
-				BrokerOffset: b.st().MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
-				LastTimestamp: b.lastStoreTime(t, q, consumer),
+				BrokerOffset: st.MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
+				LastTimestamp: lastStoreTime(st, t, q, consumer),
 			}
 		}
 	}

@@ -37,7 +37,7 @@ type Broker struct {
 	storeHost  netip.AddrPort
 	brokerAddr string
 
-	local    *storage.Store // classic mode only; DLedger mode reads through raft.fsm.Store()
+	local    *storage.Store // classic mode only; DLedger mode reads through acquireStore
 	raft     *raftGroup     // DLedger mode only
 	log      CommitLog
 	topics   *meta.Topics
@@ -150,13 +150,26 @@ func (b *Broker) openCommitLog() error {
 	return nil
 }
 
-// st is the store reads go to. In DLedger mode it is the state machine's current store, which a
-// snapshot Restore replaces, so it must be fetched for every request, never kept.
-func (b *Broker) st() *storage.Store {
+// acquireStore returns the store reads go to and the function that gives it back. In DLedger
+// mode it is the state machine's current store, which a snapshot Restore replaces: Restore
+// waits for every holder before closing it, so call release as soon as the reads are done,
+// never while waiting for anything (a parked pull, a Raft proposal, a client), and do not
+// acquire again while holding it (pass the store down). During a restore's swap it waits for
+// the new store; its errors are retryable (storeUnavailable answers them).
+func (b *Broker) acquireStore() (*storage.Store, func(), error) {
 	if b.raft != nil {
-		return b.raft.store(b.stop)
+		return b.raft.acquire()
 	}
-	return b.local
+	return b.local, noRelease, nil
+}
+
+// noRelease is classic mode's release: the local store lives as long as the broker.
+func noRelease() {}
+
+// storeUnavailable answers a request whose store could not be acquired (DLedger mode: the
+// broker is closing, or a snapshot restore failed): SERVICE_NOT_AVAILABLE, which clients retry.
+func storeUnavailable(req *remoting.Command, err error) *remoting.Command {
+	return req.NewResponse(remoting.ServiceNotAvailable, "service not available now: the store cannot be read: "+err.Error())
 }
 
 func (b *Broker) storeConfig() storage.Config {
@@ -303,8 +316,10 @@ func errorCode(err error) (int32, string) {
 	case errors.Is(err, dledger.ErrLeadershipLost), errors.Is(err, dledger.ErrShutdown),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return remoting.SystemError, "the replicated append did not finish, its outcome is unknown (retry; it may be stored twice): " + err.Error()
-	case errors.Is(err, storage.ErrStoreClosed):
+	case errors.Is(err, storage.ErrStoreClosed), errors.Is(err, fsm.ErrClosed):
 		return remoting.ServiceNotAvailable, "service not available now: the store is shutting down"
+	case errors.Is(err, fsm.ErrNoStore):
+		return remoting.ServiceNotAvailable, "service not available now: " + err.Error()
 	default:
 		return remoting.SystemError, err.Error()
 	}

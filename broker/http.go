@@ -23,12 +23,15 @@ func (b *Broker) startHTTP() error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		st := b.st().Stats()
+		st, err := b.storeStats()
 		w.Header().Set("Content-Type", "application/json")
 		status := map[string]any{
 			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.brokerID(),
 			"role": b.roleName(), "addr": b.brokerAddr, "store": st,
 			"putTotal": b.stats.putTotal.Load(), "getTotal": b.stats.getTotal.Load(),
+		}
+		if err != nil {
+			status["storeError"] = err.Error()
 		}
 		if b.raft != nil {
 			// The same record mqadmin raftStatus gets over remoting.

@@ -44,7 +44,7 @@ func (lp *longPoll) suspend(w *waiter) {
 	lp.mu.Unlock()
 	// A message stored between the lookup and the parking would otherwise wait
 	// for the periodic check.
-	if lp.b.st().MaxOffset(w.topic, w.queueID) > w.offset {
+	if maxOff, _ := lp.b.queueMaxOffset(w.topic, w.queueID); maxOff > w.offset {
 		lp.wakeQueue(k, func(*waiter) bool { return true })
 	}
 }
@@ -120,7 +120,7 @@ func (lp *longPoll) check(now time.Time) {
 	}
 	lp.mu.Unlock()
 	for _, k := range keys {
-		maxOffset := lp.b.st().MaxOffset(k.topic, k.queueID)
+		maxOffset, _ := lp.b.queueMaxOffset(k.topic, k.queueID)
 		lp.wakeQueue(k, func(w *waiter) bool {
 			select {
 			case <-w.conn.Done():

@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // hotDataWindow approximates RocketMQ's "still in the page cache" test used by
@@ -34,20 +35,26 @@ func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Co
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
 	}
-	if b.st().MinOffset(topic, qid) <= 0 && b.queueIsYoung(topic, qid) {
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
+	young := st.MinOffset(topic, qid) <= 0 && queueIsYoung(st, topic, qid)
+	release()
+	if young {
 		resp.SetExt("offset", "0")
 		return resp
 	}
 	return req.NewResponse(remoting.QueryNotFound, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 }
 
-func (b *Broker) queueIsYoung(topic string, qid int32) bool {
-	res := b.st().GetMessages(topic, qid, 0, 1, maxPullBytes, nil)
+func queueIsYoung(st *storage.Store, topic string, qid int32) bool {
+	res := st.GetMessages(topic, qid, 0, 1, maxPullBytes, nil)
 	if len(res.Records) == 0 {
 		return true
 	}
 	phys := physicalOffsetOf(res.Records[0])
-	return b.st().CommitLogMaxOffset()-phys < hotDataWindow
+	return st.CommitLogMaxOffset()-phys < hotDataWindow
 }
 
 // handleUpdateConsumerOffset records a committed offset. DLedger mode: a follower forwards it to
@@ -68,15 +75,21 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 }
 
 // queueOffsetHandler serves the per-queue offset lookups that all share the
-// header (topic, queueId) and answer one "offset" field.
-func (b *Broker) queueOffsetHandler(lookup func(topic string, qid int32, req *remoting.Command) (string, string, error)) remoting.Handler {
+// header (topic, queueId) and answer one "offset" field. lookup reads st, which is released
+// when it returns.
+func (b *Broker) queueOffsetHandler(lookup func(st *storage.Store, topic string, qid int32, req *remoting.Command) (string, string, error)) remoting.Handler {
 	return func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		topic := req.Ext("topic")
 		qid, err := req.ExtInt32("queueId")
 		if topic == "" || err != nil {
 			return req.NewResponse(remoting.SystemError, "bad header: topic and queueId are required")
 		}
-		key, val, err := lookup(topic, qid, req)
+		st, release, err := b.acquireStore()
+		if err != nil {
+			return storeUnavailable(req, err)
+		}
+		key, val, err := lookup(st, topic, qid, req)
+		release()
 		if err != nil {
 			return req.NewResponse(remoting.SystemError, err.Error())
 		}
@@ -89,21 +102,21 @@ func (b *Broker) queueOffsetHandler(lookup func(topic string, qid int32, req *re
 func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
 	s.Handle(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
 	s.Handle(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
-	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(b.st().MaxOffset(t, q), 10), nil
+	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
 	}))
-	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(b.st().MinOffset(t, q), 10), nil
+	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "offset", strconv.FormatInt(st.MinOffset(t, q), 10), nil
 	}))
-	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "timestamp", strconv.FormatInt(b.st().EarliestMsgStoreTime(t, q), 10), nil
+	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+		return "timestamp", strconv.FormatInt(st.EarliestMsgStoreTime(t, q), 10), nil
 	}))
-	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(t string, q int32, req *remoting.Command) (string, string, error) {
+	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, req *remoting.Command) (string, string, error) {
 		ts, err := req.ExtInt64("timestamp")
 		if err != nil {
 			return "", "", err
 		}
 		upper := req.Ext("boundaryType") == "upper"
-		return "offset", strconv.FormatInt(b.st().SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
+		return "offset", strconv.FormatInt(st.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
 	}))
 }

@@ -48,11 +48,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return fail(remoting.NoPermission, "subscription group no permission, "+p.ConsumerGroup)
 	}
 	tc := b.topics.Get(p.Topic)
-	if tc == nil && b.raft != nil && p.QueueID >= 0 && b.st().MaxOffset(p.Topic, p.QueueID) > 0 {
+	if tc == nil && b.raft != nil && p.QueueID >= 0 {
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
 		// The replica's store is authoritative for what can be read.
-		tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
+		if maxOff, _ := b.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
+			tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
+		}
 	}
 	if tc == nil {
 		return fail(remoting.TopicNotExist, "topic["+p.Topic+"] not exist, apply first please!")
@@ -86,9 +88,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	st := b.st()
-	res := st.GetMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, maxPullBytes, sub.Match)
-	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, st.CommitLogMaxOffset()), 10))
+	res, commitLogEnd, err := b.getMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, sub.Match)
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
@@ -135,6 +139,29 @@ func (b *Broker) suggestBroker(group string, res *storage.GetResult, commitLogEn
 		return slow
 	}
 	return normal
+}
+
+// getMessages reads one pull's messages and the commitlog's end. The store is held only for the
+// read (the records are copies): never while the pull is parked in long polling, so a snapshot
+// restore is not held up.
+func (b *Broker) getMessages(topic string, qid int32, offset int64, maxNums int, match func(int64) bool) (storage.GetResult, int64, error) {
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storage.GetResult{}, 0, err
+	}
+	defer release()
+	return st.GetMessages(topic, qid, offset, maxNums, maxPullBytes, match), st.CommitLogMaxOffset(), nil
+}
+
+// queueMaxOffset is the next offset of a queue (0 if unknown); false if the store cannot be
+// read now (DLedger mode: closing, or a failed restore).
+func (b *Broker) queueMaxOffset(topic string, qid int32) (int64, bool) {
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return 0, false
+	}
+	defer release()
+	return st.MaxOffset(topic, qid), true
 }
 
 // pullCode maps a store lookup status to the pull response code (protocol doc

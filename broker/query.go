@@ -30,7 +30,12 @@ func (b *Broker) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *re
 		maxNum = defaultQueryMaxNum
 	}
 	maxNum = min(max(maxNum, 1), maxQueryNum)
-	records, lastTS, lastPhy := b.st().QueryByKey(topic, key, int(maxNum), begin, end)
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
+	records, lastTS, lastPhy := st.QueryByKey(topic, key, int(maxNum), begin, end)
+	release()
 	var body []byte
 	for _, rec := range records {
 		if matchesKey(rec, topic, key, uniq) {
@@ -86,7 +91,12 @@ func (b *Broker) handleViewMessageByID(_ *remoting.Conn, req *remoting.Command) 
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "bad view header: "+err.Error())
 	}
-	rec, err := b.st().ReadRecord(off)
+	st, release, err := b.acquireStore()
+	if err != nil {
+		return storeUnavailable(req, err)
+	}
+	rec, err := st.ReadRecord(off) // a copy: safe after release
+	release()
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "can not find message by the offset, "+strconv.FormatInt(off, 10))
 	}

@@ -73,8 +73,9 @@ func (b *Broker) raftStatus() protocol.RaftStatus {
 		Peers:            []protocol.RaftPeer{},
 		Timestamp:        now.UnixMilli(),
 	}
-	if s := b.st(); s != nil {
+	if s, release, err := b.acquireStore(); err == nil {
 		rs.CommitLogMinOffset, rs.CommitLogMaxOffset = s.CommitLogMinOffset(), s.CommitLogMaxOffset()
+		release()
 	}
 	if !st.LastContact.IsZero() {
 		rs.LastContact = st.LastContact.UnixMilli()

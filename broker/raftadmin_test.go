@@ -53,7 +53,8 @@ func TestRaftAdminSingleNode(t *testing.T) {
 		// bootstrap configuration, the leader's no-op, the append: at least 3 entries, all applied
 		t.Fatalf("indexes: %+v", rs)
 	}
-	if want := b.st().CommitLogMaxOffset(); rs.CommitLogMaxOffset != want || want == 0 {
+	if st, err := b.storeStats(); err != nil || rs.CommitLogMaxOffset != st.CommitLogMaxOffset || st.CommitLogMaxOffset == 0 {
+		want := st.CommitLogMaxOffset
 		t.Fatalf("commitlog max offset %d, store %d", rs.CommitLogMaxOffset, want)
 	}
 	if rs.LastContact == 0 || rs.LastContactAgoMs != 0 || rs.Timestamp == 0 {

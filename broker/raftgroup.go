@@ -22,12 +22,15 @@ type appendBatcher = dledger.Batcher[[][]byte, []storage.AppendResult]
 
 // raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
 // that owns the store, and the batcher in front of Raft. The broker never writes to the store
-// itself in this mode (architecture.md); it only reads fsm.Store().
+// itself in this mode (architecture.md); it only reads through acquire.
 type raftGroup struct {
 	fsm     *fsm.FSM
 	node    *dledger.Node
 	batcher *appendBatcher
 	selfID  string
+	// readCtx bounds readers waiting in acquire for a restore's new store; close cancels it.
+	readCtx   context.Context
+	stopReads context.CancelFunc
 	// index is dLegerSelfId's 0-based position in dLegerPeers: a follower registers as
 	// brokerId index+1, so ids are stable and unique per node.
 	index int
@@ -100,6 +103,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
 	}
 	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, index: index}
+	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{})
 	logger.Info("raft group member open", "group", cfg.DLegerGroup, "self", cfg.DLegerSelfID,
 		"peers", cfg.DLegerPeers, "dir", dir, "appliedIndex", f.AppliedIndex())
@@ -145,20 +149,16 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 	return res, nil
 }
 
-// store returns the state machine's current store. While a snapshot restore swaps the store
-// directories it is nil for a moment; readers wait for the new one rather than crash. It returns
-// nil only if stop closes first (shutdown; the request handlers are gone by then).
-func (rg *raftGroup) store(stop <-chan struct{}) *storage.Store {
-	for {
-		if s := rg.fsm.Store(); s != nil {
-			return s
-		}
-		select {
-		case <-stop:
-			return nil
-		case <-time.After(time.Millisecond):
-		}
+// acquire returns the state machine's current store for reading and the function that gives
+// it back (fsm.FSM.Acquire: a snapshot restore waits for holders before closing the store, and
+// readers arriving during the swap wait for the new one). It fails once the group is closing,
+// or if a restore could not reopen the store.
+func (rg *raftGroup) acquire() (*storage.Store, func(), error) {
+	st, release, err := rg.fsm.Acquire(rg.readCtx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("replicated store: %w", err)
 	}
+	return st, release, nil
 }
 
 // handOffTimeout bounds the leadership transfer of a clean shutdown.
@@ -184,6 +184,7 @@ func (rg *raftGroup) handOff(logger hclog.Logger) {
 // close stops the batcher (failing queued sends), then Raft, then the state machine, which
 // flushes the store: in that order nothing applies to a closed store.
 func (rg *raftGroup) close() error {
+	rg.stopReads()
 	rg.batcher.Close()
 	return errors.Join(rg.node.Shutdown(), rg.fsm.Close())
 }

@@ -98,7 +98,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 	if len(res) != 2 || res[0].QueueOffset != 0 || res[1].QueueOffset != 1 || res[1].PhysicalOffset <= res[0].PhysicalOffset {
 		t.Fatalf("append results %+v", res)
 	}
-	if got := b.st().MaxOffset("T", 0); got != 2 {
+	if got, _ := b.queueMaxOffset("T", 0); got != 2 {
 		t.Fatalf("max offset %d after two appends", got)
 	}
 	if err := b.Close(); err != nil {
@@ -107,7 +107,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 
 	b = startDLeger(t, cfg)
 	defer b.Close()
-	if got := b.st().MaxOffset("T", 0); got != 2 {
+	if got, _ := b.queueMaxOffset("T", 0); got != 2 {
 		t.Fatalf("max offset %d after restart", got)
 	}
 	waitRole(t, b, roleLeader)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -48,4 +49,64 @@ func BenchmarkApply(b *testing.B) {
 			b.ReportMetric(float64(b.N*256)/b.Elapsed().Seconds(), "msgs/s")
 		})
 	}
+}
+
+// BenchmarkAcquire measures what Acquire/release add to every read of the replicated store (a
+// pull, a query): alone, and from every core at once (the reference count is one shared
+// cache line). Then a one-message pull's GetMessages with and without it.
+func BenchmarkAcquire(b *testing.B) {
+	f := newFSM(b, vfs.NewMemFS(), nil)
+	defer f.Close()
+	applyAll(f, workload(b, 20))
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			_, release, err := f.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			release()
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, release, err := f.Acquire(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				release()
+			}
+		})
+	})
+	st, release, err := f.Acquire(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	release()
+	b.Run("pull-direct", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			if res := st.GetMessages("A", 0, 0, 1, 256<<10, nil); res.Status != storage.Found {
+				b.Fatal(res.Status)
+			}
+		}
+	})
+	b.Run("pull-acquired", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			st, release, err := f.Acquire(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := st.GetMessages("A", 0, 0, 1, 256<<10, nil)
+			release()
+			if res.Status != storage.Found {
+				b.Fatal(res.Status)
+			}
+		}
+	})
 }

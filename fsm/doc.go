@@ -38,9 +38,16 @@
 // identically on every replica, rather than let the store stamp local time). No clock, no map
 // iteration, no randomness. Outcomes that every replica reaches identically (a malformed
 // record: storage.ErrMessageIllegal) are returned per append in AppendOutcome; outcomes that
-// could differ between replicas are never returned: a full disk blocks Apply until space is
-// freed, an I/O error panics. Replicas must share mappedFileSizeCommitLog,
-// mapedFileSizeConsumeQueue and maxMessageSize, which decide file rolls and validity.
+// could differ between replicas are never returned. Disk usage differs between replicas, so
+// Apply appends with storage.Store.AppendReplicated, which does not refuse over
+// diskMaxUsedSpaceRatio: the leader's broker refuses sends before proposing them
+// (storage.Store.CheckDiskSpace, SERVICE_NOT_AVAILABLE "disk full", as in classic mode), and a
+// committed entry is applied by every replica whatever its usage. A real write failure (ENOSPC
+// creating a file, an I/O error) makes Apply log and panic before the applied index or the
+// marker move past the entry: the replica stops rather than skip it and diverge; after the
+// disk is fixed, a restart truncates to the marker and Raft replays the entry. Replicas must
+// share mappedFileSizeCommitLog, mapedFileSizeConsumeQueue and maxMessageSize, which decide
+// file rolls and validity.
 //
 // # Exactly once across crashes: the applied marker
 //
@@ -139,11 +146,28 @@
 // directory renamed to the root, the old root removed and the store reopened (recovery rebuilds
 // the index). A crash between the two renames is finished by New (root missing, staging
 // complete); a crash before leaves the old store and discards the staging directory. Errors
-// before the swap leave the current store as it was.
+// before the swap leave the current store as it was. Before closing the store the swap waits for
+// the readers that hold it (see "Readers and restores").
+//
+// # Readers and restores
+//
+// Readers (the broker's pulls, queries, offset lookups, admin reads) get the store through
+// Acquire, which returns it with a release function, and hold it only for their reads. Each
+// opened store is published with a reference count (storeref.go): Acquire is an atomic pointer
+// load and an atomic add, release an atomic add; no lock, no allocation. Before Restore (or
+// Close) closes a store it retires it: new Acquire calls stop taking it and wait for its
+// successor, and Restore waits for the count to reach zero (logging every second while it
+// waits). Only then is the store closed and unmapped, so no reader touches unmapped memory or a
+// closed store. Readers are never waited for longer than Config.DrainTimeout (30 s): past it the
+// restore is abandoned with ErrReadersHoldStore, the old store stays in service, and Raft retries
+// the snapshot later. After the swap readers get the new store, or ErrNoStore if it could not
+// be reopened. A reader must not Acquire again while holding a reference: a restore waiting in
+// between would wait for it.
 //
 // # Locking
 //
-// FSM.mu (Apply, Snapshot, Restore, Close) -> storage's own locks. Store reads an atomic
-// pointer and takes no lock. Persist takes no FSM lock; it reads through the store's segment locks and fails cleanly if a file it
-// streams is removed (retention, a restore, a topic deletion).
+// FSM.mu (Apply, Snapshot, Restore, Close) -> storage's own locks. Acquire takes no lock;
+// Restore and Close wait, under FSM.mu, for readers, who never take FSM.mu. Persist takes no
+// FSM lock and no reference; it reads through the store's segment locks and fails cleanly if a
+// file it streams is removed (retention, a restore, a topic deletion).
 package fsm

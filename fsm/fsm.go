@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,8 +64,9 @@ type ApplyResult struct {
 // AppendOutcome is the result of one append of a KindMessages entry. Err is set only for a
 // failure every replica meets identically (storage.ErrMessageIllegal: a malformed record, a
 // record without store timestamp, a batch too big for one commitlog file); then nothing of that
-// append was stored. Failures that could differ between replicas never surface here: Apply
-// retries (disk full) or panics (I/O errors).
+// append was stored. Failures that could differ between replicas never surface here: disk usage
+// over the ratio is not a failure at apply time (the leader refused before proposing), and a
+// write failure (ENOSPC, I/O error) makes Apply panic.
 type AppendOutcome struct {
 	Results []storage.AppendResult
 	Err     error
@@ -92,6 +92,10 @@ type Config struct {
 	Logger hclog.Logger
 	// Meta applies metadata entries; nil: metadata entries are decoded, checked and ignored.
 	Meta MetaApplier
+	// DrainTimeout bounds how long Restore and Close wait for readers (Acquire) to release the
+	// store before closing it; past it they give up and leave it open rather than unmap memory
+	// a reader may still touch. Default: DefaultDrainTimeout.
+	DrainTimeout time.Duration
 }
 
 // FSM is the Raft state machine: it applies committed entries to the store and the metadata
@@ -114,10 +118,12 @@ type FSM struct {
 	// none after it.
 	metaThrough uint64
 	closed      bool
-	stop        chan struct{}
 
 	appliedIdx atomic.Uint64
-	current    atomic.Pointer[storage.Store] // f.store, for Store without the lock
+	// current is what Acquire hands to readers: f.store with its reader count (storeref.go).
+	current      atomic.Pointer[storeRef]
+	isClosed     atomic.Bool // closed, for Acquire without the lock
+	drainTimeout time.Duration
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -155,9 +161,12 @@ func New(cfg Config) (*FSM, error) {
 	base := filepath.Base(root)
 	f := &FSM{
 		cfg: cfg, scfg: sc, log: cfg.Logger.Named("fsm"), fs: sc.FS, root: root,
-		staging:  filepath.Join(dataDir, base+".restore"),
-		replaced: filepath.Join(dataDir, base+".replaced"),
-		stop:     make(chan struct{}),
+		staging:      filepath.Join(dataDir, base+".restore"),
+		replaced:     filepath.Join(dataDir, base+".replaced"),
+		drainTimeout: cfg.DrainTimeout,
+	}
+	if f.drainTimeout <= 0 {
+		f.drainTimeout = DefaultDrainTimeout
 	}
 	if err := f.fs.MkdirAll(dataDir); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
@@ -174,6 +183,7 @@ func New(cfg Config) (*FSM, error) {
 			return nil, fmt.Errorf("fsm: reset metadata: %w", err)
 		}
 	}
+	f.publish(f.store)
 	f.log.Info("state machine open", "appliedIndex", f.cur.Index, "term", f.cur.Term, "commitLogEnd", f.cur.End)
 	return f, nil
 }
@@ -246,19 +256,18 @@ func (f *FSM) open() error {
 		}
 	}
 	f.store, f.mk, f.cur = st, mk, a
-	f.current.Store(st)
 	f.appliedIdx.Store(a.Index)
 	return nil
 }
 
 // closeStore closes the store, then syncs and closes the marker: after the store's final flush
-// the marker is never ahead of the durable commitlog.
+// the marker is never ahead of the durable commitlog. Readers must have been drained
+// (drainReaders) if the store was ever published.
 func (f *FSM) closeStore() error {
 	var errs []error
 	if f.store != nil {
 		errs = append(errs, f.store.Close())
 		f.store = nil
-		f.current.Store(nil)
 	}
 	if f.mk != nil {
 		errs = append(errs, f.mk.sync(), f.mk.close())
@@ -267,16 +276,14 @@ func (f *FSM) closeStore() error {
 	return errors.Join(errs...)
 }
 
-// Store returns the current store, for reads (pulls, queries, offsets), without waiting for
-// Apply. Restore replaces it (and it is nil while a restore swaps directories): call Store for
-// each request rather than keeping the result. Never append to it directly.
-func (f *FSM) Store() *storage.Store { return f.current.Load() }
-
 // AppliedIndex is the Raft index of the last entry whose effects are in the store (the index
 // in the marker). Entries at or below it are skipped when Raft replays them.
 func (f *FSM) AppliedIndex() uint64 { return f.appliedIdx.Load() }
 
-// Close closes the store (flushing it) and the marker. Apply must not be called afterwards.
+// Close waits for readers to release the store (see Acquire), then closes it (flushing it) and
+// the marker. Apply must not be called afterwards; Acquire fails with ErrClosed. If readers
+// still hold the store after DrainTimeout, it is left open and mapped (the process is expected
+// to exit; recovery at the next start truncates to the marker) and the error says so.
 func (f *FSM) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -284,8 +291,14 @@ func (f *FSM) Close() error {
 		return nil
 	}
 	f.closed = true
-	close(f.stop)
-	return f.closeStore()
+	f.isClosed.Store(true)
+	if err := f.drainReaders("close"); err != nil {
+		f.publish(nil)
+		return fmt.Errorf("fsm close: store left open: %w", err)
+	}
+	err := f.closeStore()
+	f.publish(nil)
+	return err
 }
 
 // Apply applies one committed entry. It returns *ApplyResult for KindMessages, *MetaResult for
@@ -345,31 +358,19 @@ func (f *FSM) appendOne(l *raft.Log, i int, recs [][]byte) AppendOutcome {
 			return AppendOutcome{Err: fmt.Errorf("fsm: append %d record %d: %w: %w", i, j, storage.ErrMessageIllegal, err)}
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		results, err := f.store.Append(context.Background(), recs)
-		switch {
-		case err == nil:
-			return AppendOutcome{Results: results}
-		case errors.Is(err, storage.ErrMessageIllegal):
-			return AppendOutcome{Err: err}
-		case errors.Is(err, storage.ErrDiskFull):
-			// Local condition: waiting keeps this replica identical; skipping would not. The
-			// lock is released meanwhile so that Close can stop the wait (Raft calls Apply,
-			// Snapshot and Restore from one goroutine, so nothing else can come in between).
-			f.log.Error("store is full; raft apply is blocked until space is freed", "index", l.Index, "attempt", attempt, "error", err)
-			f.mu.Unlock()
-			select {
-			case <-f.stop:
-			case <-time.After(time.Second):
-			}
-			f.mu.Lock()
-			if f.closed || f.store == nil {
-				panic(fmt.Sprintf("fsm: closed while raft entry %d waited for disk space", l.Index))
-			}
-		default:
-			panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store failed: %v; this replica cannot continue without diverging (restart it: recovery truncates to the marker and Raft replays)", l.Index, l.Term, i, err))
-		}
+	results, err := f.store.AppendReplicated(recs)
+	switch {
+	case err == nil:
+		return AppendOutcome{Results: results}
+	case errors.Is(err, storage.ErrMessageIllegal):
+		return AppendOutcome{Err: err}
 	}
+	// A local write failure (ENOSPC creating a file, an I/O error, a store poisoned by an
+	// earlier failed sync): skipping the entry would diverge from the other replicas, retrying
+	// blindly could write it twice. Stop before the marker and AppliedIndex move past it; a
+	// restart truncates to the marker and Raft replays from there.
+	f.log.Error("raft apply failed to write to the store; stopping this replica", "index", l.Index, "term", l.Term, "append", i, "error", err)
+	panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store write failed: %v; this replica cannot continue without diverging (free space or fix the disk, then restart it: recovery truncates to the applied marker and Raft replays)", l.Index, l.Term, i, err))
 }
 
 // advance records l as applied to the store, in memory and in the marker (not synced).

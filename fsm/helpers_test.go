@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -138,7 +139,11 @@ func sameImage(t testing.TB, what string, a, b map[string][]byte) {
 
 // queueState lists every queue's max offset.
 func queueState(f *FSM) string {
-	st := f.Store()
+	st, release, err := f.Acquire(context.Background())
+	if err != nil {
+		return "acquire: " + err.Error()
+	}
+	defer release()
 	var sb strings.Builder
 	for _, topic := range st.Topics() {
 		for _, q := range st.QueueIDs(topic) {
@@ -257,4 +262,20 @@ func mustPanic(t *testing.T, what string, fn func()) {
 		}
 	}()
 	fn()
+}
+
+// eventually waits until cond returns nil, failing the test with its last error after timeout.
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

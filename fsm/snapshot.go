@@ -250,8 +250,10 @@ func readCRC(r io.Reader, name string, crc hash.Hash32) error {
 // snapshot's state or a later one (Raft restores its latest snapshot at every start, and the
 // store survives restarts), only the metadata tables are restored. Otherwise the store files
 // are written into a staging directory, which replaces the store root only once complete (see
-// the package doc); the store is reopened (index rebuilt from the commitlog) and AppliedIndex
-// is the snapshot's. Errors before the swap leave the current store as it was.
+// the package doc); before closing the old store it waits for readers that hold it (Acquire),
+// up to DrainTimeout; the store is reopened (index rebuilt from the commitlog) and AppliedIndex
+// is the snapshot's. Errors before the swap leave the current store as it was; so does giving
+// up on readers (ErrReadersHoldStore; Raft retries the snapshot later).
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -284,6 +286,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	if err := f.swap(); err != nil {
+		if errors.Is(err, ErrReadersHoldStore) {
+			// The old store stays; so must not a staged one a later start would take for it.
+			if rerr := f.removeIfExists(f.staging); rerr != nil {
+				f.log.Warn("removing an abandoned restore", "error", rerr)
+			}
+		}
 		return err
 	}
 	f.log.Info("store restored from snapshot", "appliedIndex", f.cur.Index, "commitLogEnd", f.cur.End, "took", time.Since(began))
@@ -371,8 +379,15 @@ func (f *FSM) stage(r io.Reader, hdr snapHeader) error {
 	return f.fs.WriteFile(filepath.Join(f.staging, completeName), nil)
 }
 
-// swap closes the store, moves the staged one into the root and reopens.
+// swap waits for readers to release the store (new readers wait meanwhile), closes it, moves
+// the staged one into the root and reopens. Readers then get the new store, or ErrNoStore if
+// this failed after the close. If readers do not release the store within DrainTimeout, the
+// restore is abandoned with ErrReadersHoldStore and the old store stays in service.
 func (f *FSM) swap() error {
+	if err := f.drainReaders("snapshot restore"); err != nil {
+		return fmt.Errorf("fsm restore: %w", err)
+	}
+	defer func() { f.publish(f.store) }()
 	if err := f.closeStore(); err != nil {
 		f.log.Warn("closing the replaced store", "error", err)
 	}

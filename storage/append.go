@@ -49,6 +49,26 @@ type plan struct {
 // Errors: ErrMessageIllegal (nothing appended), ErrDiskFull, ErrStoreClosed, ErrIO (a sync
 // failed: this append may or may not be durable and later writes are refused).
 func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, error) {
+	return s.append(ctx, records, true)
+}
+
+// AppendReplicated appends records as Append does, for the state machine of a replicated log
+// (DLedger mode), where every replica must apply every committed entry the same way:
+//   - it never refuses for diskMaxUsedSpaceRatio. Usage differs between replicas, so a refusal
+//     here would leave a replica stuck or diverged; the leader decides before proposing
+//     (CheckDiskSpace) and replicas follow.
+//   - it never waits for a flush, whatever FlushDiskType says: the replicated log is the
+//     durable copy.
+//
+// It still fails, as Append does, with ErrMessageIllegal (nothing appended; every replica
+// meets it identically), and on real write failures, which are local to this replica:
+// ErrDiskFull wrapping ENOSPC when a file cannot be created, ErrIO, ErrStoreClosed.
+func (s *Store) AppendReplicated(records [][]byte) ([]AppendResult, error) {
+	return s.append(context.Background(), records, false)
+}
+
+// append is Append (checkRatio true) and AppendReplicated (false).
+func (s *Store) append(ctx context.Context, records [][]byte, checkRatio bool) ([]AppendResult, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("append: no records: %w", ErrMessageIllegal)
 	}
@@ -57,7 +77,7 @@ func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, e
 		return nil, err
 	}
 	results := make([]AppendResult, len(records))
-	end, err := s.appendLocked(plans, total, results)
+	end, err := s.appendLocked(plans, total, results, checkRatio)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +90,7 @@ func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, e
 			}
 		}
 	}
-	if s.cfg.FlushDiskType == SyncFlush && wait {
+	if s.cfg.FlushDiskType == SyncFlush && wait && checkRatio {
 		if err := s.waitFlushed(ctx, end); err != nil {
 			return results, err
 		}
@@ -143,8 +163,9 @@ func indexHashes(v message.View, out []int32) []int32 {
 }
 
 // appendLocked is the critical section: offsets, copy, dispatch. It returns the commitlog end
-// after the records.
-func (s *Store) appendLocked(plans []plan, total int, results []AppendResult) (int64, error) {
+// after the records. checkRatio refuses appends over diskMaxUsedSpaceRatio (Append, not
+// AppendReplicated).
+func (s *Store) appendLocked(plans []plan, total int, results []AppendResult, checkRatio bool) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -153,11 +174,10 @@ func (s *Store) appendLocked(plans []plan, total int, results []AppendResult) (i
 	if err := s.failed(); err != nil {
 		return 0, err
 	}
-	if s.diskFull.Load() {
-		return 0, fmt.Errorf("append: disk usage over %d%%: %w", s.cfg.DiskMaxUsedSpaceRatio, ErrDiskFull)
-	}
-	if s.cl.needsRoll(total) && s.checkDisk() > float64(s.cfg.DiskMaxUsedSpaceRatio) {
-		return 0, fmt.Errorf("append: disk usage over %d%% at file roll: %w", s.cfg.DiskMaxUsedSpaceRatio, ErrDiskFull)
+	if checkRatio {
+		if err := s.checkSpace(total); err != nil {
+			return 0, fmt.Errorf("append: %w", err)
+		}
 	}
 	// Phase 1: everything that can fail, before any byte is written.
 	nkeys := 0

@@ -85,6 +85,10 @@
 //
 // # Truncation and snapshots (Raft state machine support)
 //
+// The Raft state machine appends with AppendReplicated, which never refuses over
+// diskMaxUsedSpaceRatio nor waits for a flush (every replica must apply every committed entry
+// alike); the leader asks CheckDiskSpace before proposing instead.
+//
 // Config.Truncate makes Open cut the commitlog back to Config.TruncateTo (a record boundary)
 // after crash recovery, removing the consume-queue units and index entries of the records it
 // drops, so that a replayed Raft log writes them again identically; a log shorter than

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,4 +278,53 @@ func TestLogicsSyncFailure(t *testing.T) {
 	if _, err := s.Append(context.Background(), [][]byte{rec(t, "L", 0, "y", "", "")}); !errors.Is(err, ErrIO) {
 		t.Fatalf("append after failed logics sync: %v", err)
 	}
+}
+
+// AppendReplicated never refuses for the usage ratio (a replica must apply what was committed;
+// the leader refuses beforehand through CheckDiskSpace), but a real write failure is still an
+// error: ENOSPC creating a file, an injected I/O error.
+func TestAppendReplicatedIgnoresRatio(t *testing.T) {
+	fs := vfs.NewMemFS()
+	s := openT(t, testConfig(fs))
+	defer s.Close()
+	if err := s.CheckDiskSpace(100); err != nil {
+		t.Fatalf("room, yet: %v", err)
+	}
+	fs.SetUsage(&vfs.Usage{Total: 100, Used: 90})
+	if err := s.Clean(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	err := s.CheckDiskSpace(100)
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "90.00% is over diskMaxUsedSpaceRatio 75%") {
+		t.Fatalf("check over ratio: %v", err)
+	}
+	if _, err := s.Append(context.Background(), [][]byte{rec(t, "R", 0, "x", "", "")}); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append over ratio: %v", err)
+	}
+	res, err := s.AppendReplicated([][]byte{rec(t, "R", 0, "x", "", ""), rec(t, "R", 1, "y", "", "")})
+	if err != nil || len(res) != 2 || res[0].QueueOffset != 0 {
+		t.Fatalf("replicated append over ratio: %+v %v", res, err)
+	}
+	// a roll to a new commitlog file is no reason either
+	big := rec(t, "R", 0, strings.Repeat("z", 15000), "", "")
+	for i := 0; i < 10; i++ {
+		if _, err := s.AppendReplicated([][]byte{big}); err != nil {
+			t.Fatalf("replicated append %d over ratio: %v", i, err)
+		}
+	}
+	if s.CommitLogMaxOffset() <= testConfig(fs).MappedFileSizeCommitLog {
+		t.Fatal("no roll happened")
+	}
+	fs.SetUsage(nil)
+	fs.SetFull(true)
+	if _, err := s.AppendReplicated([][]byte{rec(t, "Fresh", 0, "x", "", "")}); !errors.Is(err, ErrDiskFull) || !errors.Is(err, vfs.ErrNoSpace) {
+		t.Fatalf("replicated append with no space for a new file: %v", err)
+	}
+	fs.SetFull(false)
+	fs.FailAll(vfs.OpCreate)
+	if _, err := s.AppendReplicated([][]byte{rec(t, "Fresh", 0, "x", "", "")}); !errors.Is(err, ErrIO) {
+		t.Fatalf("replicated append with a failing create: %v", err)
+	}
+	fs.ClearFaults()
+	checkInvariants(t, s)
 }

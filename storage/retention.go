@@ -36,6 +36,33 @@ func (s *Store) checkDisk() float64 {
 	return r
 }
 
+// CheckDiskSpace returns an error wrapping ErrDiskFull if Append would refuse n more bytes for
+// disk usage: when the last check (at open and by retention, every cleanResourceInterval) found
+// usage over diskMaxUsedSpaceRatio, or when n bytes need a new commitlog file and usage is over
+// it now. The leader of a replicated log calls it before proposing: its replicas append with
+// AppendReplicated, which does not check (a decision every replica must take alike can only be
+// taken once, before the entry exists). A closed store gives ErrStoreClosed.
+func (s *Store) CheckDiskSpace(n int) error {
+	if s.isClosed.Load() {
+		return ErrStoreClosed
+	}
+	return s.checkSpace(n)
+}
+
+// checkSpace is the usage-ratio refusal shared by Append and CheckDiskSpace.
+func (s *Store) checkSpace(n int) error {
+	limit := s.cfg.DiskMaxUsedSpaceRatio
+	if s.diskFull.Load() {
+		return fmt.Errorf("disk usage %.2f%% is over diskMaxUsedSpaceRatio %d%%: %w", float64(s.lastDiskUsed.Load())/100, limit, ErrDiskFull)
+	}
+	if s.cl.needsRoll(n) {
+		if r := s.checkDisk(); r > float64(limit) {
+			return fmt.Errorf("disk usage %.2f%% is over diskMaxUsedSpaceRatio %d%% at commitlog file roll: %w", r, limit, ErrDiskFull)
+		}
+	}
+	return nil
+}
+
 // Clean runs retention once as of now: when it is a deleteWhen hour, or disk usage is over
 // diskMaxUsedSpaceRatio, it deletes commitlog files older than fileReservedTime (never the
 // newest, nor any not yet flushed), then consume-queue and index files wholly below the new

@@ -329,6 +329,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Closed reports whether Close has been called. Reads of a closed store may find its files
+// unmapped; a holder of a replicated store's reference (fsm.FSM.Acquire) never sees true.
+func (s *Store) Closed() bool { return s.isClosed.Load() }
+
 // release unmaps everything and drops the lock.
 func (s *Store) release() {
 	if s.cl != nil {

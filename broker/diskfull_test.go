@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/meta"
+	"rocketraft/config"
+	"rocketraft/fsm"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+	"rocketraft/storage"
+	"rocketraft/storage/vfs"
+)
+
+// countingLog is a CommitLog that counts proposals and appends nothing.
+type countingLog struct{ calls atomic.Int32 }
+
+func (c *countingLog) Append(_ context.Context, records [][]byte) ([]storage.AppendResult, error) {
+	c.calls.Add(1)
+	return make([]storage.AppendResult, len(records)), nil
+}
+
+// diskLeader is a DLedger-mode broker that believes it leads, over a state machine whose store
+// sits on a MemFS reporting usage used/100 (the ratio is the default 75 %), with a CommitLog
+// that only counts proposals, served on a real connection so handleSend sees a client address.
+func diskLeader(t *testing.T, used uint64) (*Broker, *countingLog, string) {
+	t.Helper()
+	fs := vfs.NewMemFS()
+	fs.SetUsage(&vfs.Usage{Total: 100, Used: used})
+	sc := storage.DefaultConfig("/data/store")
+	sc.FS = fs
+	sc.MappedFileSizeCommitLog = 1 << 20
+	f, err := fsm.New(fsm.Config{Store: sc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	topics, err := meta.OpenTopics(filepath.Join(t.TempDir(), "topics.json"), hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(&protocol.TopicConfig{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.NewBroker()
+	cfg.BrokerName = "broker-d"
+	log := &countingLog{}
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), log: log,
+		raft: &raftGroup{fsm: f, selfID: "n0"}}
+	b.raft.readCtx, b.raft.stopReads = context.WithCancel(context.Background())
+	t.Cleanup(b.raft.stopReads)
+	b.role.set(roleLeader)
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
+	srv.Handle(remoting.SendMessage, b.handleSend)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return b, log, srv.Addr()
+}
+
+func sendOne(t *testing.T, addr string) *remoting.Command {
+	t.Helper()
+	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1}
+	resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.SendMessage, h.ToExt(), []byte("hello")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// The DLedger leader refuses a send when its disk usage is over diskMaxUsedSpaceRatio, before
+// proposing anything to Raft, with SERVICE_NOT_AVAILABLE and a remark saying why (as classic
+// mode does); with room, the send is proposed.
+func TestDLegerSendRefusedOverDiskRatio(t *testing.T) {
+	_, log, addr := diskLeader(t, 90)
+	resp := sendOne(t, addr)
+	if resp.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("code %d (%s), want SERVICE_NOT_AVAILABLE", resp.Code, resp.Remark)
+	}
+	for _, want := range []string{"disk full", "leader n0 of broker-d", "90.00% is over diskMaxUsedSpaceRatio 75%"} {
+		if !strings.Contains(resp.Remark, want) {
+			t.Fatalf("remark %q does not say %q", resp.Remark, want)
+		}
+	}
+	if n := log.calls.Load(); n != 0 {
+		t.Fatalf("%d proposals despite the full disk", n)
+	}
+
+	_, log, addr = diskLeader(t, 10)
+	if resp := sendOne(t, addr); resp.Code != remoting.Success {
+		t.Fatalf("send with room: %d %s", resp.Code, resp.Remark)
+	}
+	if n := log.calls.Load(); n != 1 {
+		t.Fatalf("%d proposals, want 1", n)
+	}
+}
