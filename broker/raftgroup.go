@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,6 +35,13 @@ type raftGroup struct {
 	// index is dLegerSelfId's 0-based position in dLegerPeers: a follower registers as
 	// brokerId index+1, so ids are stable and unique per node.
 	index int
+	// peers is this node's dLegerPeers as configured (a joining node's list includes itself
+	// and may be longer than the original members'); preferredLeaderId's position in it is
+	// where the leader looks for that node in the route.
+	peers []dledger.Peer
+	// removed is set while this node has been removed from the group's configuration (see
+	// membership.go); it then registers nothing.
+	removed atomic.Bool
 }
 
 var _ CommitLog = (*raftGroup)(nil)
@@ -97,16 +105,25 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		SnapshotThreshold:  uint64(cfg.DLegerSnapshotThreshold),
 		LogStore:           cfg.DLegerLogStore,
 		NoFastFailover:     !cfg.DLegerFastFailover,
+		TrailingLogs:       uint64(cfg.DLegerTrailingLogs),
+		WALSegmentSize:     cfg.DLegerWalSegmentSize(),
+		Join:               cfg.DLegerJoin,
 	}, f)
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
 	}
-	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, index: index}
+	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{})
 	logger.Info("raft group member open", "group", cfg.DLegerGroup, "self", cfg.DLegerSelfID,
 		"peers", cfg.DLegerPeers, "dir", dir, "appliedIndex", f.AppliedIndex())
+	if m := node.Membership(); cfg.DLegerJoin && !m.Configured {
+		self := peers[index]
+		logger.Info("dLegerJoin: no Raft state yet, not bootstrapping; waiting to be added by the group's leader",
+			"self", self.ID, "raftAddr", self.Addr, "brokerIdAsSlave", index+1,
+			"add with", fmt.Sprintf("mqadmin addPeer -n <namesrv> -b %s -i %s -a %s", cfg.BrokerName, self.ID, self.Addr))
+	}
 	return rg, nil
 }
 

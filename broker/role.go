@@ -9,7 +9,7 @@ import (
 
 // Role of a DLedger-mode node as registered with the name servers (protocol doc §8.3).
 const (
-	roleUnknown  int32 = iota // no role decision yet: register nothing
+	roleUnknown  int32 = iota // no role decision yet, or removed from the group: register nothing
 	roleLeader                // Raft leader with everything committed applied: brokerId 0
 	roleFollower              // a leader is known and it is not us, or we lost leadership
 )
@@ -28,23 +28,34 @@ func (r *roleState) set(role int32) bool { return r.v.Swap(role) != role }
 const leaderPollInterval = 50 * time.Millisecond
 
 // watchRole maps Raft leadership onto the broker role and re-registers at once on every change.
+// It also watches this node's membership (removal, joining, catch-up; membership.go) and
+// starts the preferred-leader check when preferredLeaderId names another node.
 func (b *Broker) watchRole() {
 	defer b.wg.Done()
+	if id := b.cfg.PreferredLeaderID; id != "" && id != b.raft.selfID {
+		b.wg.Add(1)
+		go b.preferredLeaderLoop()
+	}
 	tick := time.NewTicker(leaderPollInterval)
 	defer tick.Stop()
 	changes := b.raft.node.LeaderChanges()
+	members := newMemberWatch(b)
 	for {
 		var next int32
 		select {
 		case <-b.stop:
 			return
 		case leader := <-changes:
+			if !leader && b.raft.removed.Load() {
+				continue // a removed node stays unregistered
+			}
 			next = roleFollower
 			if leader {
 				next = roleLeader
 			}
-		case <-tick.C:
-			if b.role.get() != roleUnknown {
+		case now := <-tick.C:
+			b.watchMembership(members, now)
+			if b.role.get() != roleUnknown || b.raft.removed.Load() {
 				continue
 			}
 			id, _ := b.raft.node.Leader()
@@ -92,6 +103,9 @@ func (b *Broker) roleName() string {
 func (b *Broker) writable() (ok bool, remark string) {
 	if b.raft == nil || b.role.get() == roleLeader {
 		return true, ""
+	}
+	if b.raft.removed.Load() {
+		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " was removed from the Raft group"
 	}
 	id, addr := b.raft.node.Leader()
 	if id == "" || id == b.raft.selfID {

@@ -89,11 +89,17 @@ type Broker struct {
 	DLegerGroup           string `prop:"dLegerGroup"`           // Raft group name, usually = brokerName
 	DLegerPeers           string `prop:"dLegerPeers"`           // "n0-127.0.0.1:40911;n1-127.0.0.1:40912"
 	DLegerSelfID          string `prop:"dLegerSelfId"`          // this node's id in dLegerPeers
-	PreferredLeaderID     string `prop:"preferredLeaderId"`     // optional peer id to transfer leadership to
+	PreferredLeaderID     string `prop:"preferredLeaderId"`     // optional peer id the leader hands leadership to once it is healthy and caught up
+	// DLegerJoin (ours): a node added to a running group. With no Raft state yet it does not
+	// bootstrap from dLegerPeers but waits for the leader's AddVoter (mqadmin addPeer). Its own
+	// dLegerPeers must list itself (its position gives its slave brokerId); the other members'
+	// lists need not change, since dLegerPeers only seeds a brand-new group.
+	DLegerJoin bool `prop:"dLegerJoin"`
 
 	// Raft tuning (ours; DLedger has its own, differently named knobs). 0 = the dledger
 	// package's default (dledger.Default*): 500 ms heartbeat/election/lease, 50 ms commit,
-	// snapshot every 120 s or 8192 entries, log store "wal".
+	// snapshot every 120 s or 8192 entries, 10240 trailing entries, log store "wal" in 64 MiB
+	// segments.
 	DLegerHeartbeatTimeoutMs   int64  `prop:"dLegerHeartbeatTimeoutMs"`   // follower starts an election after [t, 2t) without a heartbeat
 	DLegerElectionTimeoutMs    int64  `prop:"dLegerElectionTimeoutMs"`    // candidate waits [t, 2t) for votes; >= heartbeat
 	DLegerLeaderLeaseTimeoutMs int64  `prop:"dLegerLeaderLeaseTimeoutMs"` // leader steps down without quorum contact for t; <= heartbeat
@@ -103,7 +109,9 @@ type Broker struct {
 	DLegerLogStore             string `prop:"dLegerLogStore"`             // wal | bolt; "" = wal
 	// DLegerFastFailover: followers probe the leader's Raft port and campaign at once when its
 	// process is gone (connection closed, dial refused) instead of after the heartbeat timeout.
-	DLegerFastFailover bool `prop:"dLegerFastFailover"` // default true
+	DLegerFastFailover     bool  `prop:"dLegerFastFailover"`     // default true
+	DLegerTrailingLogs     int64 `prop:"dLegerTrailingLogs"`     // entries kept in the log after a snapshot; a node further behind gets the snapshot
+	DLegerWalSegmentSizeMB int64 `prop:"dLegerWalSegmentSizeMB"` // raft-wal segment size, MiB (the log is truncated in whole segments)
 
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
@@ -295,6 +303,9 @@ func (b *Broker) DLegerLeaderLeaseTimeout() time.Duration { return ms(b.DLegerLe
 
 // DLegerCommitTimeout is dLegerCommitTimeoutMs as a duration (0 = dledger's default).
 func (b *Broker) DLegerCommitTimeout() time.Duration { return ms(b.DLegerCommitTimeoutMs) }
+
+// DLegerWalSegmentSize is dLegerWalSegmentSizeMB in bytes (0 = dledger's default).
+func (b *Broker) DLegerWalSegmentSize() int { return int(b.DLegerWalSegmentSizeMB) << 20 }
 
 // DLegerSnapshotInterval is dLegerSnapshotIntervalSec as a duration (0 = dledger's default).
 func (b *Broker) DLegerSnapshotInterval() time.Duration {

@@ -108,6 +108,10 @@ func TestDLegerTuningValidation(t *testing.T) {
 		{"dLegerHeartbeatTimeoutMs=1000\ndLegerElectionTimeoutMs=900", "dLegerElectionTimeoutMs"},
 		{"dLegerHeartbeatTimeoutMs=200\ndLegerElectionTimeoutMs=200", "dLegerLeaderLeaseTimeoutMs"},
 		{"dLegerLeaderLeaseTimeoutMs=x", "dLegerLeaderLeaseTimeoutMs"},
+		{"dLegerTrailingLogs=-1", "dLegerTrailingLogs"},
+		{"dLegerWalSegmentSizeMB=-1", "dLegerWalSegmentSizeMB"},
+		{"dLegerWalSegmentSizeMB=2048", "dLegerWalSegmentSizeMB"},
+		{"dLegerJoin=yes", "dLegerJoin"},
 	}
 	for _, c := range cases {
 		_, _, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample+c.props+"\n")})
@@ -120,6 +124,7 @@ func TestDLegerTuningValidation(t *testing.T) {
 		"dLegerHeartbeatTimeoutMs=200\ndLegerElectionTimeoutMs=200\ndLegerLeaderLeaseTimeoutMs=200",
 		"dLegerLeaderLeaseTimeoutMs=250\ndLegerCommitTimeoutMs=1",
 		"dLegerLogStore=wal\ndLegerSnapshotIntervalSec=1\ndLegerSnapshotThreshold=1",
+		"dLegerTrailingLogs=64\ndLegerWalSegmentSizeMB=2",
 	} {
 		if _, _, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample+ok+"\n")}); err != nil {
 			t.Errorf("%q: %v", ok, err)
@@ -164,5 +169,30 @@ func TestShippedDLegerExamples(t *testing.T) {
 			}
 			seen[k] = true
 		}
+	}
+}
+
+// TestDLegerJoin: a node joining a running group lists the members plus itself in its own
+// dLegerPeers (longer than theirs, which each node's validation accepts) and sets dLegerJoin;
+// dLegerJoin outside DLedger mode is an error naming the key.
+func TestDLegerJoin(t *testing.T) {
+	b, w, err := LoadBroker([]string{"-c", writeFile(t, "enableDLegerCommitLog=true\ndLegerGroup=g\ndLegerJoin=true\n"+
+		"dLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913;n3-127.0.0.1:40914\ndLegerSelfId=n3\n"+
+		"dLegerTrailingLogs=256\ndLegerWalSegmentSizeMB=8\n")})
+	if err != nil || len(w) != 0 {
+		t.Fatalf("load: %v %q", err, w)
+	}
+	if !b.DLegerJoin || b.DLegerTrailingLogs != 256 || b.DLegerWalSegmentSize() != 8<<20 {
+		t.Errorf("values not applied: join %v trailing %d segment %d", b.DLegerJoin, b.DLegerTrailingLogs, b.DLegerWalSegmentSize())
+	}
+	if self, err := b.SelfPeer(); err != nil || self != (Peer{"n3", "127.0.0.1:40914"}) {
+		t.Errorf("SelfPeer = %v, %v", self, err)
+	}
+	if NewBroker().DLegerJoin {
+		t.Errorf("dLegerJoin defaults to true")
+	}
+	_, _, err = LoadBroker([]string{"-c", writeFile(t, "dLegerJoin=true\n")})
+	if err == nil || !strings.Contains(err.Error(), "dLegerJoin:") {
+		t.Errorf("dLegerJoin without DLedger mode: %v", err)
 	}
 }

@@ -140,6 +140,9 @@ func (b *Broker) validateDLeger() []error {
 	if !ids[b.DLegerSelfID] {
 		errs = append(errs, keyErr("dLegerSelfId", "%q is not an id in dLegerPeers", b.DLegerSelfID))
 	}
+	// Each node checks only its own list: a node added later (dLegerJoin) lists itself after the
+	// original members, whose lists need not name it (dLegerPeers seeds a new group only; a
+	// running group's membership lives in the Raft log).
 	if b.PreferredLeaderID != "" && !ids[b.PreferredLeaderID] {
 		errs = append(errs, keyErr("preferredLeaderId", "%q is not an id in dLegerPeers", b.PreferredLeaderID))
 	}
@@ -169,6 +172,8 @@ func (b *Broker) validateRaftTuning() []error {
 		{"dLegerCommitTimeoutMs", b.DLegerCommitTimeoutMs, 1},
 		{"dLegerSnapshotIntervalSec", b.DLegerSnapshotIntervalSec, 1},
 		{"dLegerSnapshotThreshold", b.DLegerSnapshotThreshold, 1},
+		{"dLegerTrailingLogs", b.DLegerTrailingLogs, 1},
+		{"dLegerWalSegmentSizeMB", b.DLegerWalSegmentSizeMB, 1},
 	} {
 		if k.v < 0 || (k.v != 0 && k.v < k.min) {
 			add(k.key, "must be 0 (default) or >= %d, got %d", k.min, k.v)
@@ -186,6 +191,12 @@ func (b *Broker) validateRaftTuning() []error {
 	}
 	if el < hb {
 		add("dLegerElectionTimeoutMs", "%d ms is below the heartbeat timeout %d ms (dLegerHeartbeatTimeoutMs, 0 = %d)", el, hb, DefaultDLegerTimeoutMs)
+	}
+	if b.DLegerWalSegmentSizeMB > 1024 {
+		add("dLegerWalSegmentSizeMB", "must be <= 1024, got %d", b.DLegerWalSegmentSizeMB)
+	}
+	if b.DLegerJoin && !b.EnableDLegerCommitLog {
+		add("dLegerJoin", "only means something with enableDLegerCommitLog=true")
 	}
 	switch b.DLegerLogStore {
 	case "", "wal", "bolt":

@@ -88,6 +88,20 @@
 // when leadership is lost. Shutdown does not hand leadership over; call TransferLeadership first for
 // a graceful stop (it takes milliseconds instead of an election timeout).
 //
+// # Membership changes
+//
+// AddVoter makes a node a voter at once (no non-voter stage): with three voters and one new node
+// the quorum is three of four, which the old members meet while the new one catches up. A joining
+// node (Join, no state) gets the leader's latest snapshot when the leader's log no longer starts
+// at its first entry (TrailingLogs entries are kept after each snapshot; raft-wal frees whole
+// WALSegmentSize segments), then the log after it. Until the log reaches the AddVoter entry, its
+// configuration is the snapshot's, which may not list it: Membership reports Voter false while
+// a leader is still feeding it. RemoveVoter drops a member; the leader stops replicating to it
+// after sending it the entries up to the change, so the removed node usually learns it is out.
+// ShutdownOnRemove is off: a leader that removes itself steps down and keeps Raft running like
+// any removed node, so the broker sees the same thing in both cases (Membership: configured, not
+// a voter, no leader contact) and decides what to do.
+//
 // # Locks
 //
 // Batcher.mu guards its queue and is a leaf: nothing else is locked or awaited while it is held.

@@ -3,9 +3,47 @@ package dledger
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
+
+// Membership is this node's place in the latest Raft configuration (possibly not yet committed),
+// as the broker needs it to decide whether it still belongs to the group.
+type Membership struct {
+	// Configured is false while the node has no configuration at all: a node started with Join
+	// that no leader has contacted yet.
+	Configured bool
+	// Voter: this node is a voter in the latest configuration.
+	Voter bool
+	// Servers is the number of servers in the latest configuration.
+	Servers int
+	// LeaderID is the leader this node knows ("" = none known now).
+	LeaderID string
+	// LastContact is when this node last heard from a leader (zero if never; now on a leader).
+	LastContact time.Time
+}
+
+// Membership reports this node's place in the latest configuration. It takes no lock of Raft's
+// main loop (the configuration is read atomically), so it is cheap enough to poll.
+func (n *Node) Membership() Membership {
+	var m Membership
+	if f := n.raft.GetConfiguration(); f.Error() == nil {
+		for _, s := range f.Configuration().Servers {
+			m.Servers++
+			if string(s.ID) == n.cfg.SelfID && s.Suffrage == raft.Voter {
+				m.Voter = true
+			}
+		}
+	}
+	m.Configured = m.Servers > 0
+	m.LeaderID, _ = n.Leader()
+	m.LastContact = n.raft.LastContact()
+	if n.IsLeader() {
+		m.LastContact = time.Now()
+	}
+	return m
+}
 
 // TransferLeadership hands leadership to the voter id ("" = whichever follower is most up to date)
 // and waits until it is done. It must be called on the leader (else a *NotLeaderError); transferring

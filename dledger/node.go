@@ -122,6 +122,10 @@ func (n *Node) raftConfig() *raft.Config {
 	c.NotifyCh = n.notify
 	c.Logger = n.cfg.Logger.Named("raft")
 	c.NoLegacyTelemetry = true
+	// A leader removed from the configuration steps down and stays up as a non-member (as a
+	// removed follower does) instead of shutting Raft down under the broker: the broker sees
+	// Membership report it removed and stops registering (see broker/membership.go).
+	c.ShutdownOnRemove = false
 	return c
 }
 

@@ -314,3 +314,61 @@ func TestFastFailover(t *testing.T) {
 		})
 	}
 }
+
+// Membership tracks a joining node from "no configuration" to voter and back out; a leader that
+// removes itself steps down but keeps Raft running (ShutdownOnRemove off), reporting itself a
+// non-member, while the rest elect a new leader.
+func TestMembershipJoinRemoveAndRemovedLeader(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	lead := c.leader(electionBound)
+	ln := mustListen(t)
+	p := Peer{ID: "n3", Addr: ln.Addr().String()}
+	cfg := Config{Group: "g", SelfID: p.ID, Peers: append(append([]Peer(nil), c.peers...), p), DataDir: t.TempDir(), Listener: ln, Join: true, Logger: testLogger(p.ID)}
+	fsm := &testFSM{}
+	n3, err := Open(cfg, fsm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cfgs[p.ID], c.fsms[p.ID], c.nodes[p.ID] = cfg, fsm, n3
+	if m := n3.Membership(); m.Configured || m.Voter || m.LeaderID != "" {
+		t.Fatalf("joiner before AddVoter: %+v", m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), electionBound)
+	defer cancel()
+	if err := lead.AddVoter(ctx, p.ID, p.Addr); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, electionBound, func() error {
+		if m := n3.Membership(); !m.Voter || m.Servers != 4 || m.LeaderID != lead.ID() {
+			return fmt.Errorf("n3 after AddVoter: %+v", m)
+		}
+		return nil
+	})
+	if err := lead.RemoveVoter(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, electionBound, func() error {
+		if m := n3.Membership(); m.Voter || !m.Configured || m.Servers != 3 {
+			return fmt.Errorf("n3 after RemoveVoter: %+v", m)
+		}
+		return nil
+	})
+	c.stop(p.ID)
+
+	if err := lead.RemoveVoter(ctx, lead.ID()); err != nil {
+		t.Fatal(err)
+	}
+	old := lead
+	delete(c.nodes, old.ID())
+	next := c.leader(electionBound)
+	if next == old {
+		t.Fatal("the removed leader still leads")
+	}
+	if st := old.Status().State; st == "Shutdown" || st == "Leader" {
+		t.Fatalf("removed leader is in state %s", st)
+	}
+	if m := old.Membership(); m.Voter || !m.Configured {
+		t.Fatalf("removed leader's membership %+v", m)
+	}
+	c.nodes[old.ID()] = old // shut down by the cleanup
+}
