@@ -43,7 +43,8 @@ bench: build
 # chaos runs the long chaos suite against three-node DLedger groups (integration/chaos_test.go,
 # partition_test.go): the leader killed with SIGKILL every CHAOS_INTERVAL and restarted
 # CHAOS_RESTART_DELAY later, CHAOS_KILLS times, under CHAOS_PRODUCERS producers; a follower kill;
-# both followers killed; the leader cut off from its peers by a proxy; and a fresh fourth node
+# both followers killed; the leader cut off from its peers by a proxy (the kill loop with a writer
+# keeping the disk busy unless CHAOS_DISK_BUSY=0); and a fresh fourth node
 # added to a group holding NEWNODE_MB MiB, then removed (integration/newnode_test.go). The whole
 # -v output scrolls by, then the figures (sent, acknowledged, lost, duplicates, failover
 # min/median/p99/max, catch-up time and MB/s) are repeated at the end. make test runs the same

@@ -524,14 +524,16 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 		killed := time.Now()
 		next = killed.Add(cp.interval)
 		ackedBefore := load.nAcked.Load()
+		logMarks := g.logSizes()
 		leader.kill()
 		watch.killed(killed)
 		master := g.waitMaster(t, 20*time.Second, leader)
 		reg := time.Since(killed)
+		campaigns := g.countSince(logMarks, "fast failover: the leader's process is gone")
 		ack := probeFirstAck(t, load, master, topic, k, 20*time.Second).Sub(killed)
 		toRoute, toAck = append(toRoute, reg), append(toAck, ack)
-		t.Logf("kill %d/%d: kill -9 of leader %s -> master %s in the route after %v, its first SEND_OK after %v (%d sends acknowledged before this kill)",
-			k, cp.kills, leader.proc.name, master.proc.name, reg.Round(time.Millisecond), ack.Round(time.Millisecond), ackedBefore)
+		t.Logf("kill %d/%d: kill -9 of leader %s -> master %s registered after %v, its first SEND_OK after %v (%d sends acknowledged before this kill; %d fast-failover campaign(s))",
+			k, cp.kills, leader.proc.name, master.proc.name, reg.Round(time.Millisecond), ack.Round(time.Millisecond), ackedBefore, campaigns)
 		time.Sleep(time.Until(killed.Add(cp.restartDelay)))
 		leader.restart()
 	}
@@ -680,6 +682,30 @@ func (d *diskLoad) stop() string {
 	el := time.Since(d.started).Seconds()
 	return fmt.Sprintf("disk kept busy: %.0f MB/s of 4 MiB writes each fsynced (%d fsyncs, slowest %v)",
 		float64(d.written.Load())/el/1e6, d.syncs.Load(), time.Duration(d.maxSync.Load()).Round(time.Millisecond))
+}
+
+// logSizes records how long each member's log is now (countSince reads what follows).
+func (g *raftGroup) logSizes() map[*broker]int64 {
+	out := map[*broker]int64{}
+	for _, b := range g.nodes {
+		if fi, err := os.Stat(b.proc.logPath); err == nil {
+			out[b] = fi.Size()
+		}
+	}
+	return out
+}
+
+// countSince counts the lines containing s written to the members' logs after marks.
+func (g *raftGroup) countSince(marks map[*broker]int64, s string) int {
+	n := 0
+	for _, b := range g.nodes {
+		data, err := os.ReadFile(b.proc.logPath)
+		if err != nil || int64(len(data)) < marks[b] {
+			continue
+		}
+		n += strings.Count(string(data[marks[b]:]), s)
+	}
+	return n
 }
 
 // probeFirstAck sends raw SEND_MESSAGEs (queue 0, a unique body each) to master every 20 ms

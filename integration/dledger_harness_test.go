@@ -35,38 +35,10 @@ func startRaftGroup(t testing.TB, ns *namesrv, n int, opts ...brokerOpt) *raftGr
 		peers[i] = fmt.Sprintf("n%d-127.0.0.1:%d", i, freePort(t))
 	}
 	for i := range n {
-		dir := t.TempDir()
-		b := &broker{
-			t:          t,
-			name:       g.name,
-			storeRoot:  filepath.Join(dir, "store"),
-			nsAddr:     ns.addr,
-			props:      dlegerProps(ns.addr),
-			flags:      map[string]string{},
-			configPath: filepath.Join(dir, "broker.properties"),
-		}
-		b.port = freePort(t, -2, 1)
-		b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
-		b.props["brokerName"] = g.name
-		b.props["storePathRootDir"] = b.storeRoot
-		b.props["listenPort"] = strconv.Itoa(b.port)
-		b.props["dLegerGroup"] = g.name
+		b, dir := newRaftBroker(t, g)
 		b.props["dLegerPeers"] = strings.Join(peers, ";")
 		b.props["dLegerSelfId"] = fmt.Sprintf("n%d", i)
-		for _, o := range opts {
-			o(b)
-		}
-		b.writeConfig()
-		b.proc = &proc{
-			name:    fmt.Sprintf("mqbroker %s/n%d", g.name, i),
-			bin:     filepath.Join(binDir, "mqbroker"),
-			args:    []string{"-c", b.configPath},
-			env:     []string{"HOME=" + dir},
-			logPath: filepath.Join(dir, "mqbroker.log"),
-		}
-		b.start(t)
-		register(t, b.proc)
-		g.nodes = append(g.nodes, b)
+		g.nodes = append(g.nodes, b.launch(t, dir, opts...))
 	}
 	for _, b := range g.nodes {
 		if err := b.waitReady(30 * time.Second); err != nil {
@@ -74,6 +46,47 @@ func startRaftGroup(t testing.TB, ns *namesrv, n int, opts ...brokerOpt) *raftGr
 		}
 	}
 	return g
+}
+
+// newRaftBroker prepares (does not start) a DLedger member of g on fresh ports in a fresh
+// directory, which it returns; the caller sets dLegerPeers and dLegerSelfId, then launches it.
+func newRaftBroker(t testing.TB, g *raftGroup) (*broker, string) {
+	dir := t.TempDir()
+	b := &broker{
+		t:          t,
+		name:       g.name,
+		storeRoot:  filepath.Join(dir, "store"),
+		nsAddr:     g.ns.addr,
+		props:      dlegerProps(g.ns.addr),
+		flags:      map[string]string{},
+		configPath: filepath.Join(dir, "broker.properties"),
+	}
+	b.port = freePort(t, -2, 1)
+	b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
+	b.props["brokerName"] = g.name
+	b.props["storePathRootDir"] = b.storeRoot
+	b.props["listenPort"] = strconv.Itoa(b.port)
+	b.props["dLegerGroup"] = g.name
+	return b, dir
+}
+
+// launch applies opts, writes the configuration and starts the broker process (registered for
+// cleanup), without waiting for it to be ready.
+func (b *broker) launch(t testing.TB, dir string, opts ...brokerOpt) *broker {
+	for _, o := range opts {
+		o(b)
+	}
+	b.writeConfig()
+	b.proc = &proc{
+		name:    fmt.Sprintf("mqbroker %s/%s", b.name, b.props["dLegerSelfId"]),
+		bin:     filepath.Join(binDir, "mqbroker"),
+		args:    []string{"-c", b.configPath},
+		env:     []string{"HOME=" + dir},
+		logPath: filepath.Join(dir, "mqbroker.log"),
+	}
+	b.start(t)
+	register(t, b.proc)
+	return b
 }
 
 // dlegerProps is the test broker configuration (as startBroker's) in DLedger mode, with small

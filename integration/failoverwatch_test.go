@@ -47,8 +47,8 @@ func startFailoverWatch(t testing.TB, g *raftGroup, topic, group string, queues 
 	w := &failoverWatch{t: t, g: g, topic: topic, group: group, queues: queues,
 		stop: make(chan struct{}), samples: map[int][]offsetSample{}}
 	w.wg.Add(2)
-	go w.watchRoute()
-	go w.watchOffsets()
+	go w.every(watchRoutePeriod, w.pollRoute)
+	go w.every(watchOffsetPeriod, w.pollOffsets)
 	t.Cleanup(w.close)
 	return w
 }
@@ -69,61 +69,58 @@ func (w *failoverWatch) killed(at time.Time) {
 	w.mu.Unlock()
 }
 
-func (w *failoverWatch) watchRoute() {
+// every runs poll each period until the watch stops.
+func (w *failoverWatch) every(period time.Duration, poll func()) {
 	defer w.wg.Done()
-	tick := time.NewTicker(watchRoutePeriod)
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
 		case <-w.stop:
 			return
 		case <-tick.C:
+			poll()
 		}
-		addrs, err := routeAddrs(w.g.ns.addr, w.topic)
-		if err != nil {
-			continue // the name server is not under test here
-		}
-		now := time.Now()
-		w.mu.Lock()
-		w.routePolls++
-		if addrs[0] == "" {
-			w.routeNoMaster++
-			if w.noMasterSince.IsZero() {
-				w.noMasterSince = now
-			}
-			w.longestNoMaster = max(w.longestNoMaster, now.Sub(w.noMasterSince))
-		} else {
-			w.noMasterSince = time.Time{}
-		}
-		w.mu.Unlock()
 	}
 }
 
-func (w *failoverWatch) watchOffsets() {
-	defer w.wg.Done()
-	tick := time.NewTicker(watchOffsetPeriod)
-	defer tick.Stop()
-	for {
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
+// pollRoute records whether the topic's route names a master for the group.
+func (w *failoverWatch) pollRoute() {
+	addrs, err := routeAddrs(w.g.ns.addr, w.topic)
+	if err != nil {
+		return // the name server is not under test here
+	}
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.routePolls++
+	if addrs[0] == "" {
+		w.routeNoMaster++
+		if w.noMasterSince.IsZero() {
+			w.noMasterSince = now
 		}
-		addrs, err := registeredAddrs(w.g.ns.addr, w.g.name)
-		if err != nil || addrs[0] == "" {
+		w.longestNoMaster = max(w.longestNoMaster, now.Sub(w.noMasterSince))
+	} else {
+		w.noMasterSince = time.Time{}
+	}
+}
+
+// pollOffsets samples the group's committed offset of every queue on the registered master.
+func (w *failoverWatch) pollOffsets() {
+	addrs, err := registeredAddrs(w.g.ns.addr, w.g.name)
+	if err != nil || addrs[0] == "" {
+		return
+	}
+	for q := range w.queues {
+		// The time the question was asked: a leader killed after that may still have answered.
+		asked := time.Now()
+		off, found, err := consumerOffset(addrs[0], w.group, w.topic, q)
+		if err != nil || !found {
 			continue
 		}
-		for q := range w.queues {
-			// The time the question was asked: a leader killed after that may still have answered.
-			asked := time.Now()
-			off, found, err := consumerOffset(addrs[0], w.group, w.topic, q)
-			if err != nil || !found {
-				continue
-			}
-			w.mu.Lock()
-			w.samples[q] = append(w.samples[q], offsetSample{asked, off})
-			w.mu.Unlock()
-		}
+		w.mu.Lock()
+		w.samples[q] = append(w.samples[q], offsetSample{asked, off})
+		w.mu.Unlock()
 	}
 }
 

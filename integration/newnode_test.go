@@ -88,19 +88,8 @@ func startJoiner(t testing.TB, g *raftGroup, id string, opts ...brokerOpt) (*bro
 	t.Helper()
 	ref := g.nodes[0]
 	raftAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	dir := t.TempDir()
-	b := &broker{
-		t:          t,
-		name:       g.name,
-		storeRoot:  filepath.Join(dir, "store"),
-		nsAddr:     g.ns.addr,
-		props:      dlegerProps(g.ns.addr),
-		flags:      map[string]string{},
-		configPath: filepath.Join(dir, "broker.properties"),
-	}
-	b.port = freePort(t, -2, 1)
-	b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
-	for k, v := range ref.props {
+	b, dir := newRaftBroker(t, g)
+	for k, v := range ref.props { // the group's settings (test options included)
 		b.props[k] = v
 	}
 	b.props["storePathRootDir"] = b.storeRoot
@@ -108,19 +97,7 @@ func startJoiner(t testing.TB, g *raftGroup, id string, opts ...brokerOpt) (*bro
 	b.props["dLegerPeers"] = ref.props["dLegerPeers"] + ";" + id + "-" + raftAddr
 	b.props["dLegerSelfId"] = id
 	b.props["dLegerJoin"] = "true"
-	for _, o := range opts {
-		o(b)
-	}
-	b.writeConfig()
-	b.proc = &proc{
-		name:    fmt.Sprintf("mqbroker %s/%s", g.name, id),
-		bin:     filepath.Join(binDir, "mqbroker"),
-		args:    []string{"-c", b.configPath},
-		env:     []string{"HOME=" + dir},
-		logPath: filepath.Join(dir, "mqbroker.log"),
-	}
-	b.start(t)
-	register(t, b.proc)
+	b.launch(t, dir, opts...)
 	eventually(t, 30*time.Second, b.proc.name+" accepting connections", func() error {
 		if err := b.exited(); err != nil {
 			return permanent{err}
