@@ -90,7 +90,7 @@ Try it (in another terminal):
   ./bin/mqbench consume -n $NS -t TopicTest -g demo --expect 10000 --from first
   ./bin/mqadmin topicRoute -n $NS -t TopicTest      # who is master now
   ./bin/mqadmin clusterList -n $NS
-  kill -9 <pid of the leader>                         # a follower takes over in about a second
+  kill -9 <pid of the leader>                         # a follower takes over in a few hundred ms
 Clients: set NAMESRV_ADDR=$NS (Go: producer.WithNameServer([]string{"$NS"})); they find the
 master through the name server. PIDs: name server ${pids[0]}, n0 ${pids[1]}, n1 ${pids[2]}, n2 ${pids[3]}.
 Press Ctrl-C to stop.
