@@ -360,6 +360,8 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	}
 	s.Handle(remoting.PullMessage, b.handlePull)
 	s.Handle(remoting.LitePullMessage, b.handlePull)
+	s.Handle(remoting.ConsumerSendMsgBack, b.handleSendBack)        // sendback.go
+	s.Handle(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset) // schedule.go
 	b.registerOffsetHandlers(s)
 	b.registerRaftAdminHandlers(s)
 	s.Handle(remoting.HeartBeat, b.handleHeartbeat)

@@ -59,6 +59,10 @@ type Broker struct {
 	// offsetBatch groups consumer-offset commits into Raft entries (replmeta.go).
 	metaMu      sync.Mutex
 	offsetBatch *offsetBatcher
+	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
+	// level (replicated in DLedger mode).
+	delayLevels  []time.Duration
+	delayOffsets *meta.DelayOffsets
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -101,6 +105,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	}
 	if b.offsets, err = meta.OpenOffsets(filepath.Join(configDir, "consumerOffset.json"), logger.Named("offsets")); err != nil {
 		return nil, fmt.Errorf("open consumer offsets: %w", err)
+	}
+	if err := b.openSchedule(configDir); err != nil {
+		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
 	if !cfg.EnableDLegerCommitLog {
@@ -230,6 +237,7 @@ func (b *Broker) Start() error {
 	go b.registerLoop()
 	go b.longPoll.run()
 	go b.housekeeping()
+	b.startScheduler()
 	b.logger.Info("broker started", "cluster", b.cfg.BrokerClusterName, "broker", b.cfg.BrokerName,
 		"brokerId", b.brokerID(), "role", b.roleName(), "dleger", b.cfg.EnableDLegerCommitLog, "addr", b.brokerAddr,
 		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "namesrv", b.cfg.NamesrvAddr)
@@ -271,6 +279,7 @@ func (b *Broker) Close() error {
 		if perr := b.offsets.Persist(); perr != nil {
 			b.logger.Error("persist consumer offsets at shutdown", "error", perr)
 		}
+		_ = b.delayOffsets.Persist() // logged by the table
 		if b.raft != nil {
 			err = b.raft.close()
 		} else {

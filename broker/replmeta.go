@@ -78,7 +78,8 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 	return nil
 }
 
-// SnapshotMeta serializes the three tables.
+// SnapshotMeta serializes the tables: topics, groups, consumer offsets and the delay
+// scheduler's progress (schedule.go).
 func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
 	b := a.b
 	topics, err := protocol.Encode(b.topics.Wrapper())
@@ -93,10 +94,15 @@ func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode consumer offsets: %w", err)
 	}
-	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups}, {Name: metaOffsetsFile, Data: offsets}}, nil
+	delays, err := protocol.Encode(b.delayOffsets.Wrapper())
+	if err != nil {
+		return nil, fmt.Errorf("encode delay offsets: %w", err)
+	}
+	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups}, {Name: metaOffsetsFile, Data: offsets},
+		{Name: delayOffsetFile, Data: delays}}, nil
 }
 
-// RestoreMeta replaces the three tables with a snapshot's (nil: empty tables), then adds this
+// RestoreMeta replaces the tables with a snapshot's (nil: empty tables), then adds this
 // broker's system topics where missing: they derive from configuration every member of a group
 // shares (cluster and broker name), so the leader's snapshot already holds them and the add is a
 // no-op except on the empty tables of a start (fsm.New), before Raft's restore and replay.
@@ -105,6 +111,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	tw := protocol.TopicConfigSerializeWrapper{DataVersion: protocol.NewDataVersion()}
 	gw := protocol.SubscriptionGroupWrapper{DataVersion: protocol.NewDataVersion()}
 	var ow protocol.ConsumerOffsetSerializeWrapper
+	var dw meta.DelayOffsetWrapper
 	for _, f := range files {
 		var err error
 		switch f.Name {
@@ -114,6 +121,8 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 			err = protocol.Decode(f.Data, &gw)
 		case metaOffsetsFile:
 			err = protocol.Decode(f.Data, &ow)
+		case delayOffsetFile:
+			err = protocol.Decode(f.Data, &dw)
 		default:
 			b.logger.Warn("snapshot holds an unknown metadata file; ignored", "name", f.Name)
 		}
@@ -125,6 +134,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	_ = b.topics.ReplaceAll(tw)
 	_ = b.groups.ReplaceAll(gw)
 	b.offsets.ReplaceAll(ow)
+	b.delayOffsets.ReplaceAll(dw)
 	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.UnixMilli(tw.DataVersion.Timestamp)); err != nil {
 		b.logger.Warn("system topics after a metadata restore", "error", err)
 	}

@@ -34,6 +34,9 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	if b.offsets, err = meta.OpenOffsets(filepath.Join(dir, "consumerOffset.json"), nil); err != nil {
 		t.Fatal(err)
 	}
+	if b.delayOffsets, err = meta.OpenDelayOffsets(filepath.Join(dir, "delayOffset.json"), nil); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 

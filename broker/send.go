@@ -95,6 +95,14 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		}
 	}
 
+	// A delayed message is stored in SCHEDULE_TOPIC_XXXX but answered with the queue it asked
+	// for (protocol doc §9.1; schedule.go).
+	respQueueID := h.QueueID
+	if !batch {
+		if code, remark := b.applyDelay(h, time.Now()); code != remoting.Success {
+			return fail(code, "%s", remark)
+		}
+	}
 	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
@@ -128,7 +136,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	}
 	b.stats.recordPut(h.Topic, len(results))
 	resp.SetExt("msgId", b.msgIDs(results))
-	resp.SetExt("queueId", strconv.FormatInt(int64(h.QueueID), 10))
+	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
 }

@@ -30,6 +30,14 @@
 // commitOffsets {offsets}. "now" is the leader's clock at proposal time; it is the only time an
 // op may use. Unknown members are rejected, so an entry from a newer version is not half applied.
 //
+// KindScheduleDeliver (4): one step of the broker's delay scheduler, laid out in
+// EncodeScheduleDeliver's doc: a delay level, the range [from, to) of its SCHEDULE_TOPIC_XXXX
+// queue the step consumes, and the due messages re-encoded for their real topics. Apply is a
+// compare-and-set on the level's progress (ScheduleApplier, a metadata table, so it is in
+// snapshots and rebuilt by replay): iff the progress equals from, the records are appended and
+// the progress set to to, in one step; otherwise nothing happens (ErrScheduleStale). A delivery
+// is thereby applied once, whoever proposed it and however often.
+//
 // # Determinism
 //
 // The bytes Apply writes depend only on the entry and the store's prior state: Store.Append

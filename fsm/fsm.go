@@ -324,6 +324,8 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		res = f.applyMessages(l)
 	case KindMetadata:
 		res = f.applyMetadata(l)
+	case KindScheduleDeliver: // delay scheduler step (schedule.go)
+		res = f.applySchedule(l)
 	default:
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d) has unknown kind %d; a state machine must not skip an entry (was it written by a newer version?)", l.Index, l.Term, l.Data[0]))
 	}
