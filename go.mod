@@ -7,7 +7,7 @@ require (
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
 	github.com/hashicorp/raft-boltdb/v2 v2.2.2
-	github.com/hashicorp/raft-wal v0.4.0
+	github.com/hashicorp/raft-wal v0.4.1
 	github.com/magiconair/properties v1.18.13
 	github.com/sirupsen/logrus v1.4.2
 	github.com/spf13/pflag v1.1.0

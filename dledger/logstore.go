@@ -45,7 +45,7 @@ func openLogStore(dir, kind string, cacheSize, segmentSize int, logger hclog.Log
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return nil, nil, err
 		}
-		// raft-wal v0.4.0's Close leaves its meta database open (and flock'ed), so a reopen in
+		// raft-wal (v0.4.0 and v0.4.1)'s Close leaves its meta database open (and flock'ed), so a reopen in
 		// the same process would block: we own the meta store and close it ourselves.
 		meta := &metadb.BoltMetaDB{}
 		w, err := wal.Open(p, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize))
