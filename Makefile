@@ -44,7 +44,8 @@ bench: build
 # partition_test.go): the leader killed with SIGKILL every CHAOS_INTERVAL and restarted
 # CHAOS_RESTART_DELAY later, CHAOS_KILLS times, under CHAOS_PRODUCERS producers; a follower kill;
 # both followers killed; the leader cut off from its peers by a proxy; and a fresh fourth node
-# added to a group holding NEWNODE_MB MiB, then removed (integration/newnode_test.go). The whole
+# added to a group holding NEWNODE_MB MiB, then removed (integration/newnode_test.go); and
+# CHAOS_TXN_ROUNDS leader kills with transactions left unknown (integration/transaction_test.go). The whole
 # -v output scrolls by, then the figures (sent, acknowledged, lost, duplicates, failover
 # min/median/p99/max, catch-up time and MB/s) are repeated at the end. make test runs the same
 # tests with 3 kills and 16 MiB.
@@ -54,11 +55,12 @@ CHAOS_RESTART_DELAY ?= 5s
 CHAOS_PRODUCERS     ?= 2
 CHAOS_DISK_BUSY     ?= 1
 NEWNODE_MB          ?= 100
+CHAOS_TXN_ROUNDS    ?= 5
 chaos: build
 	@out=$$(mktemp); \
 	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
 	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
-	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) RR_NEWNODE_MB=$(NEWNODE_MB) \
+	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) RR_NEWNODE_MB=$(NEWNODE_MB) RR_CHAOS_TXN_ROUNDS=$(CHAOS_TXN_ROUNDS) \
 	  $(GO) test -count=1 -timeout 30m -v -run '^(TestChaos|TestNewNode)' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== chaos figures ===="; \
 	grep -E 'CHAOS|NEWNODE|kill [0-9]+/|follower kill:|minority left:|leader isolated:|^--- |^(ok|FAIL)' $$out; \

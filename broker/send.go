@@ -95,6 +95,16 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		}
 	}
 
+	// Transactional messages (transaction.go): stored as a half message until END_TRANSACTION;
+	// the response names the half (msgId, queueOffset) and the requested queue.
+	respQueueID := h.QueueID
+	if isTransactionalSend(h) {
+		if batch {
+			return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
+		}
+		toHalfMessage(h)
+	}
+
 	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
@@ -128,7 +138,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	}
 	b.stats.recordPut(h.Topic, len(results))
 	resp.SetExt("msgId", b.msgIDs(results))
-	resp.SetExt("queueId", strconv.FormatInt(int64(h.QueueID), 10))
+	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
 }
