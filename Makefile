@@ -43,15 +43,11 @@ bench: build
 # chaos runs the long chaos suite against three-node DLedger groups (integration/chaos_test.go,
 # partition_test.go): the leader killed with SIGKILL every CHAOS_INTERVAL and restarted
 # CHAOS_RESTART_DELAY later, CHAOS_KILLS times, under CHAOS_PRODUCERS producers; a follower kill;
-<<<<<<< HEAD
 # both followers killed; the leader cut off from its peers by a proxy (the kill loop with a writer
-# keeping the disk busy unless CHAOS_DISK_BUSY=0); and a fresh fourth node
-# added to a group holding NEWNODE_MB MiB, then removed (integration/newnode_test.go). The whole
-=======
-# both followers killed; the leader cut off from its peers by a proxy; and a fresh fourth node
-# added to a group holding NEWNODE_MB MiB, then removed (integration/newnode_test.go); delayed
-# messages sent across CHAOS_DELAY_KILLS leader kills (integration/delay_chaos_test.go). The whole
->>>>>>> delay
+# keeping the disk busy unless CHAOS_DISK_BUSY=0); a fresh fourth node added to a group holding
+# NEWNODE_MB MiB, then removed (integration/newnode_test.go); delayed messages sent across
+# CHAOS_DELAY_KILLS leader kills (integration/delay_chaos_test.go); and CHAOS_TXN_ROUNDS leader
+# kills with transactions left unknown (integration/transaction_test.go). The whole
 # -v output scrolls by, then the figures (sent, acknowledged, lost, duplicates, failover
 # min/median/p99/max, catch-up time and MB/s) are repeated at the end. make test runs the same
 # tests with 3 kills (2 for the delayed messages) and 16 MiB.
@@ -62,11 +58,13 @@ CHAOS_PRODUCERS     ?= 2
 CHAOS_DISK_BUSY     ?= 1
 NEWNODE_MB          ?= 100
 CHAOS_DELAY_KILLS   ?= 8
+CHAOS_TXN_ROUNDS    ?= 5
 chaos: build
 	@out=$$(mktemp); \
 	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
 	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
 	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) RR_NEWNODE_MB=$(NEWNODE_MB) RR_CHAOS_DELAY_KILLS=$(CHAOS_DELAY_KILLS) \
+	  RR_CHAOS_TXN_ROUNDS=$(CHAOS_TXN_ROUNDS) \
 	  $(GO) test -count=1 -timeout 30m -v -run '^(TestChaos|TestNewNode)' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== chaos figures ===="; \
 	grep -E 'CHAOS|NEWNODE|kill [0-9]+/|follower kill:|minority left:|leader isolated:|^--- |^(ok|FAIL)' $$out; \

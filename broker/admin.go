@@ -365,6 +365,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	b.registerOffsetHandlers(s)
 	b.registerRaftAdminHandlers(s)
 	s.Handle(remoting.HeartBeat, b.handleHeartbeat)
+	s.Handle(remoting.EndTransaction, b.handleEndTransaction) // transaction.go
 	s.Handle(remoting.UnregisterClient, b.handleUnregisterClient)
 	s.Handle(remoting.GetConsumerListByGroup, b.handleGetConsumerList)
 	s.Handle(remoting.LockBatchMQ, b.handleLockBatch)

@@ -52,6 +52,8 @@ type Broker struct {
 	fwdClient   *remoting.Client
 	leaderAddrs leaderAddrCache
 	stats       *stats
+	// txn: transactional messages, END_TRANSACTION and the check-back (txncheck.go).
+	txn *txnService
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
@@ -84,6 +86,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stats:       newStats(),
 	}
 	b.longPoll = newLongPoll(b)
+	b.txn = newTxnService(b)
 	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
 	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
@@ -238,6 +241,8 @@ func (b *Broker) Start() error {
 	go b.longPoll.run()
 	go b.housekeeping()
 	b.startScheduler()
+	b.wg.Add(1)
+	go b.txnCheckLoop() // transactions: checks only while this node is the master (txncheck.go)
 	b.logger.Info("broker started", "cluster", b.cfg.BrokerClusterName, "broker", b.cfg.BrokerName,
 		"brokerId", b.brokerID(), "role", b.roleName(), "dleger", b.cfg.EnableDLegerCommitLog, "addr", b.brokerAddr,
 		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "namesrv", b.cfg.NamesrvAddr)

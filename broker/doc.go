@@ -1,7 +1,7 @@
 // Package broker serves RocketMQ's broker requests — sends, pulls with long
-// polling, consumer offsets, client heartbeats, queue locks, queries and
-// administration — over the remoting protocol, and keeps the broker registered
-// with every name server.
+// polling, consumer offsets, client heartbeats, queue locks, queries,
+// transactions (transaction.go, txncheck.go) and administration — over the
+// remoting protocol, and keeps the broker registered with every name server.
 //
 // The broker appends through the CommitLog interface (a local store in classic
 // mode, a Raft group in DLedger mode) and reads from the storage package
@@ -18,4 +18,9 @@
 // Lock order: longPoll.mu is never held while calling into the store or
 // writing to a connection; the store's OnDispatch callback takes only
 // longPoll.mu.
+//
+// Lock order (transactions, txncheck.go): a transaction's claim (held across
+// the append that resolves or re-puts it, and the metaMu of creating
+// TRANS_CHECK_MAX_TIME_TOPIC) -> txnService.mu (never held across an append or
+// a network write) -> the store (acquireStore, reads only).
 package broker

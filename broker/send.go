@@ -96,13 +96,21 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	}
 
 	// A delayed message is stored in SCHEDULE_TOPIC_XXXX but answered with the queue it asked
-	// for (protocol doc §9.1; schedule.go).
+	// for (protocol doc §9.1; schedule.go). A transactional one is stored as a half message until
+	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
+	// requested queue. A half message is never delayed.
 	respQueueID := h.QueueID
-	if !batch {
+	if isTransactionalSend(h) {
+		if batch {
+			return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
+		}
+		toHalfMessage(h)
+	} else if !batch {
 		if code, remark := b.applyDelay(h, time.Now()); code != remoting.Success {
 			return fail(code, "%s", remark)
 		}
 	}
+
 	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)

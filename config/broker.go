@@ -61,6 +61,13 @@ type Broker struct {
 	MaxMessageSize              int    `prop:"maxMessageSize"`              // body (or whole batch) limit, bytes; default 4 MiB
 	MessageDelayLevel           string `prop:"messageDelayLevel"`           // space-separated durations (s, m, h, d)
 
+	// Transactions (RocketMQ's keys): a half message unresolved for transactionTimeOut ms is
+	// checked back with its producer group every transactionCheckInterval ms, at most
+	// transactionCheckMax times, then discarded.
+	TransactionTimeOut       int64 `prop:"transactionTimeOut"`       // ms; default 6000
+	TransactionCheckInterval int64 `prop:"transactionCheckInterval"` // ms; default 60000
+	TransactionCheckMax      int   `prop:"transactionCheckMax"`      // default 15
+
 	// Retention.
 	DeleteWhen            string `prop:"deleteWhen"`            // hours of day to delete expired files, "04" or "04;16"
 	FileReservedTime      int    `prop:"fileReservedTime"`      // hours; default 72
@@ -158,6 +165,10 @@ func NewBroker() *Broker {
 		DefaultTopicQueueNums:       8,
 		MaxMessageSize:              4 << 20,
 		MessageDelayLevel:           DefaultMessageDelayLevel,
+
+		TransactionTimeOut:       6000,
+		TransactionCheckInterval: 60000,
+		TransactionCheckMax:      15,
 
 		DeleteWhen:            "04",
 		FileReservedTime:      72,

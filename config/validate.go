@@ -90,6 +90,9 @@ func (b *Broker) Validate() error {
 		{"clientChannelExpiredTimeout", b.ClientChannelExpiredTimeout},
 		{"flushConsumerOffsetInterval", int64(b.FlushConsumerOffsetInterval)},
 		{"registerNameServerPeriod", int64(b.RegisterNameServerPeriod)},
+		{"transactionTimeOut", b.TransactionTimeOut},
+		{"transactionCheckInterval", b.TransactionCheckInterval},
+		{"transactionCheckMax", int64(b.TransactionCheckMax)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
