@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Standard benchmark: one name server and one broker on loopback (data in a
 # temporary directory), 1 KiB messages, the bench client on the same machine.
-# For each flushDiskType, and for a three-node DLedger (Raft) group on the same
-# machine: producers with 256 sends in flight through the
+# For each flushDiskType, for a three-node DLedger (Raft) group on the same
+# machine (DLEDGER) and for a one-node DLedger group (DLEDGER1, the R1 that the
+# three-node figures are compared with): producers with 256 sends in flight through the
 # project's native client (the broker's capacity) and through the official Go
 # client (what applications see), then consumers reading everything back.
 # Tunables: BENCH_DURATION (default 20s), BENCH_WARMUP (5s), BENCH_MODES.
+# CPU cost per message and profiles of a DLedger group: scripts/cpubench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${BENCH_DURATION:-20s}"
 WARMUP="${BENCH_WARMUP:-5s}"
-MODES="${BENCH_MODES:-ASYNC_FLUSH SYNC_FLUSH DLEDGER}"
+MODES="${BENCH_MODES:-ASYNC_FLUSH SYNC_FLUSH DLEDGER DLEDGER1}"
 WORK="$(mktemp -d /tmp/rocketraft-bench.XXXXXX)"
 NS_PORT="${BENCH_NAMESRV_PORT:-29876}"
 BR_PORT="${BENCH_BROKER_PORT:-30911}"
@@ -42,12 +44,17 @@ for mode in $MODES; do
 	rm -rf "$WORK/store"
 	./bin/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 	pids+=($!)
-	if [ "$mode" = DLEDGER ]; then
+	if [ "$mode" = DLEDGER ] || [ "$mode" = DLEDGER1 ]; then
 		# A three-node Raft group (ASYNC_FLUSH on each node; durability comes from the quorum's
-		# fsynced Raft log). Raft ports below the ephemeral range.
+		# fsynced Raft log), or a one-node group (DLEDGER1). Raft ports below the ephemeral range.
 		RP=$((${BENCH_RAFT_PORT:-21911} + 10 * round))
+		nodes="0 1 2"
 		peers="n0-127.0.0.1:$RP;n1-127.0.0.1:$((RP + 1));n2-127.0.0.1:$((RP + 2))"
-		for i in 0 1 2; do
+		if [ "$mode" = DLEDGER1 ]; then
+			nodes="0"
+			peers="n0-127.0.0.1:$RP"
+		fi
+		for i in $nodes; do
 			./bin/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BR_PORT + 3 * i)) \
 				--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
 				--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn >"$WORK/broker-$mode-n$i.log" 2>&1 &

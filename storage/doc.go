@@ -68,8 +68,9 @@
 //	24      8     masterFlushedOffset  RocketMQ 5.x, unused (0)
 //	32      8     confirmPhyOffset     RocketMQ 5.x, unused (0)
 //	40      8     dispatchedOffset     rocketraft: all records before it have durable
-//	                                   consume-queue units and index entries, and the
-//	                                   commitlog is durable at least that far
+//	                                   consume-queue units and index entries (in the index
+//	                                   files before indexFileID), and the commitlog is
+//	                                   durable at least that far
 //	48      8     indexFileID          rocketraft: the index file active at that point
 //	56      8     indexRebuildFrom     rocketraft: where that file's entries begin
 //
@@ -79,9 +80,11 @@
 // queue and physical offsets, copies the records into the mapped commitlog, writes their
 // consume-queue units and index entries, and publishes the new end. Nothing is synced there.
 // A flusher goroutine does group commit (see flush.go): one msync covers every append waiting
-// for it. Another goroutine syncs consume queues and index files every
-// flushIntervalConsumeQueue and then writes the checkpoint. Crash recovery (recovery.go)
-// rebuilds whatever the checkpoint does not vouch for from the commitlog.
+// for it. Another goroutine syncs consume queues and the sealed index files every
+// flushIntervalConsumeQueue and then writes the checkpoint; the active index file is synced only
+// by a full flush (Close, Flush), since crash recovery rebuilds it from the commitlog anyway.
+// Crash recovery (recovery.go) rebuilds whatever the checkpoint does not vouch for from the
+// commitlog.
 //
 // # Truncation and snapshots (Raft state machine support)
 //

@@ -228,13 +228,17 @@ func (x *indexService) active(dispatched int64) (id, from int64) {
 	return f.id, f.beginPhyOffset()
 }
 
-// sync makes every file written since the last sync durable. It holds mu, so the appender
-// waits for it: slots anywhere in the file may change with each entry, and a sync must not
-// read bytes being written (MemFS copies them), nor a file retention is removing.
-func (x *indexService) sync() error {
+// sync makes every file written since the last sync durable, except files with id >= skipFrom,
+// which stay dirty for a later sync (pass math.MaxInt64 to sync all). It holds mu, so the
+// appender waits for it: slots anywhere in the file may change with each entry, and a sync must
+// not read bytes being written (MemFS copies them), nor a file retention is removing.
+func (x *indexService) sync(skipFrom int64) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for f := range x.dirty {
+		if f.id >= skipFrom {
+			continue
+		}
 		if err := f.m.Sync(0, len(f.b)); err != nil {
 			return fmt.Errorf("index file %s: %w", f.name, err)
 		}
