@@ -33,6 +33,15 @@ var commands = []*command{
 	consumerProgressCommand,
 	queryMsgByKeyCommand,
 	queryMsgByIDCommand,
+	queryMsgByUniqueKeyCommand,
+	queryMsgByOffsetCommand,
+	sendMessageCommand,
+	consumeMessageCommand,
+	resetOffsetByTimeCommand,
+	updateSubGroupCommand,
+	deleteSubGroupCommand,
+	consumerConnectionCommand,
+	producerConnectionCommand,
 	raftStatusCommand,
 	transferLeaderCommand,
 	addPeerCommand,
@@ -53,9 +62,9 @@ func Usage() string {
 	var sb strings.Builder
 	sb.WriteString("Usage: mqadmin <command> [options]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(&sb, "  %-18s %s\n", c.name, c.summary)
+		fmt.Fprintf(&sb, "  %-20s %s\n", c.name, c.summary)
 	}
-	sb.WriteString("  help [command]     Print this text or a command's options\n")
+	sb.WriteString("  help [command]       Print this text or a command's options\n")
 	sb.WriteString("\nCommon options:\n")
 	sb.WriteString(commonFlags(&globalOptions{}).FlagUsages())
 	sb.WriteString("\nRun 'mqadmin <command> -h' for a command's options.\n")

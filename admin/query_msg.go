@@ -89,16 +89,56 @@ func (t *Tool) QueryMsgByID(ctx context.Context, offsetMsgID string) (*MessageIn
 		return nil, usagef("%v", err)
 	}
 	addr := host.String()
-	resp, err := t.call(ctx, addr, remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
+	m, err := t.viewMessage(ctx, addr, off)
+	if err != nil {
+		var re *ResponseError
+		if errors.As(err, &re) {
+			return nil, fmt.Errorf("view message %s: %w", offsetMsgID, err)
+		}
+		// The storing broker is unreachable. In a DLedger group every member holds the same
+		// commitlog, so any member can answer: try every registered broker and keep the record
+		// the id names (same store host and commitlog offset).
+		if alt := t.viewMessageElsewhere(ctx, addr, off); alt != nil {
+			m, err = alt, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("view message %s: %w", offsetMsgID, err)
 	}
-	m, _, err := message.DecodeRecord(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("decode message %s from %s: %w", offsetMsgID, addr, err)
-	}
 	info := NewMessageInfo(m)
 	return &info, nil
+}
+
+func (t *Tool) viewMessage(ctx context.Context, addr string, off int64) (*message.Message, error) {
+	resp, err := t.call(ctx, addr, remoting.ViewMessageByID, map[string]string{"offset": strconv.FormatInt(off, 10)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := message.DecodeRecord(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("decode message from %s: %w", addr, err)
+	}
+	return m, nil
+}
+
+// viewMessageElsewhere asks every registered broker but storeHost for the record at off and
+// returns the one stored by storeHost, or nil.
+func (t *Tool) viewMessageElsewhere(ctx context.Context, storeHost string, off int64) *message.Message {
+	ci, err := t.ClusterInfo(ctx)
+	if err != nil {
+		return nil
+	}
+	all, _ := ClusterBrokers(ci, "", false)
+	for _, b := range all {
+		if b.Addr == storeHost {
+			continue
+		}
+		if m, err := t.viewMessage(ctx, b.Addr, off); err == nil && m.StoreHost.String() == storeHost && m.PhysicalOffset == off {
+			t.warnf("%s did not answer; the message was read from %s (%s brokerId %d), which holds a replica", storeHost, b.Addr, b.BrokerName, b.ID)
+			return m
+		}
+	}
+	return nil
 }
 
 var queryMsgByKeyCommand = &command{

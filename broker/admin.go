@@ -355,6 +355,7 @@ func (b *Broker) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *r
 }
 
 func (b *Broker) registerHandlers(s *remoting.Server) {
+	registerUnsupported(s) // first: a real handler registered below replaces its entry
 	for _, code := range []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		s.Handle(code, b.handleSend)
 	}
@@ -391,6 +392,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 		return b.jsonResponse(req, b.offsets.Wrapper())
 	})
 	s.Handle(remoting.QueryTopicConsumeByWho, b.handleConsumedByWho)
+	s.Handle(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
 	s.Handle(remoting.CheckClientConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		var body protocol.CheckClientConfigBody
 		if err := protocol.Decode(req.Body, &body); err != nil {

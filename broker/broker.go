@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -65,6 +66,10 @@ type Broker struct {
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
+	// DLedger mode: lockMu serialises queue-lock decisions with their proposals, and leaderAt
+	// (unix ns) is when this node last became the ready leader (locks.go).
+	lockMu   sync.Mutex
+	leaderAt atomic.Int64
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -119,9 +124,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return nil, fmt.Errorf("create system topics: %w", err)
 		}
 	}
-	if err := b.openCommitLog(); err != nil {
-		return nil, err
-	}
+	// Before the commitlog: in DLedger mode Raft's replay applies queue locks to it.
 	b.clients = clients.NewManager(clients.Config{
 		ChannelExpiry: time.Duration(cfg.ClientChannelExpiredTimeout) * time.Millisecond,
 		Logger:        logger.Named("clients"),
@@ -130,6 +133,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return gc == nil || gc.NotifyConsumerIdsChangedEnable
 		},
 	})
+	if err := b.openCommitLog(); err != nil {
+		return nil, err
+	}
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client")})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client")})

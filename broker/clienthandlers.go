@@ -72,26 +72,6 @@ func (b *Broker) handleGetConsumerList(_ *remoting.Conn, req *remoting.Command) 
 	return resp
 }
 
-func (b *Broker) handleLockBatch(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body protocol.LockBatchRequestBody
-	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "bad lock body: "+err.Error())
-	}
-	locked := b.clients.LockBatch(body.ConsumerGroup, body.ClientID, b.ownQueues(body.MqSet), time.Now())
-	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = protocol.MustEncode(protocol.LockBatchResponseBody{LockOKMQSet: locked})
-	return resp
-}
-
-func (b *Broker) handleUnlockBatch(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	var body protocol.UnlockBatchRequestBody
-	if err := protocol.Decode(req.Body, &body); err != nil {
-		return req.NewResponse(remoting.SystemError, "bad unlock body: "+err.Error())
-	}
-	b.clients.UnlockBatch(body.ConsumerGroup, body.ClientID, body.MqSet)
-	return req.NewResponse(remoting.Success, "")
-}
-
 // ownQueues keeps the queues that belong to this broker name; a client may
 // list another broker's queues when it batches lock requests.
 func (b *Broker) ownQueues(mqs []protocol.MessageQueue) []protocol.MessageQueue {

@@ -7,13 +7,16 @@
 // mode, a Raft group in DLedger mode) and reads from the storage package
 // directly, since every replica's store holds the same committed bytes.
 // Metadata lives in broker/meta and client connections in broker/clients. In
-// DLedger mode topic configs, subscription groups and consumer offsets are Raft
-// entries too (replmeta.go, offsetbatch.go): the leader proposes, every node
-// applies, followers forward writes.
+// DLedger mode topic configs, subscription groups, consumer offsets and
+// orderly-consumption queue locks are Raft entries too (replmeta.go,
+// offsetbatch.go, locks.go): the leader proposes, every node applies, followers
+// forward writes.
 //
 // Lock order: Broker.metaMu (held while a topic or group proposal commits) ->
 // the fsm's lock (Apply) -> the meta tables' locks; nothing called under the
-// fsm's lock takes metaMu.
+// fsm's lock takes metaMu. Broker.lockMu (held while a queue-lock proposal
+// commits) -> the fsm's lock -> clients.Manager.lockMu; metaMu and lockMu are
+// never held together.
 //
 // Lock order: longPoll.mu is never held while calling into the store or
 // writing to a connection; the store's OnDispatch callback takes only

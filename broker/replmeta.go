@@ -2,10 +2,12 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
@@ -38,6 +40,7 @@ const (
 	metaTopicsFile  = "topics.json"
 	metaGroupsFile  = "subscriptionGroup.json"
 	metaOffsetsFile = "consumerOffset.json"
+	metaLocksFile   = "queueLocks.json" // ours: orderly-consumption locks (locks.go)
 )
 
 // ApplyMeta applies one committed operation with the entry's time. Table methods are
@@ -72,6 +75,10 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 		for _, o := range op.Offsets {
 			b.offsets.Commit(o.Group, o.Topic, o.QueueID, o.Offset)
 		}
+	case fsm.OpLockQueues:
+		b.clients.GrantLocks(op.Lock.Group, op.Lock.ClientID, op.Lock.Queues, now)
+	case fsm.OpUnlockQueues:
+		b.clients.UnlockBatch(op.Lock.Group, op.Lock.ClientID, op.Lock.Queues)
 	default:
 		return fmt.Errorf("unknown metadata op %q", op.Op)
 	}
@@ -98,8 +105,12 @@ func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode delay offsets: %w", err)
 	}
-	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups}, {Name: metaOffsetsFile, Data: offsets},
-		{Name: delayOffsetFile, Data: delays}}, nil
+	locks, err := json.Marshal(b.clients.LockRecords())
+	if err != nil {
+		return nil, fmt.Errorf("encode queue locks: %w", err)
+	}
+	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups},
+		{Name: metaOffsetsFile, Data: offsets}, {Name: delayOffsetFile, Data: delays}, {Name: metaLocksFile, Data: locks}}, nil
 }
 
 // RestoreMeta replaces the tables with a snapshot's (nil: empty tables), then adds this
@@ -112,6 +123,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	gw := protocol.SubscriptionGroupWrapper{DataVersion: protocol.NewDataVersion()}
 	var ow protocol.ConsumerOffsetSerializeWrapper
 	var dw meta.DelayOffsetWrapper
+	var locks []clients.LockRecord
 	for _, f := range files {
 		var err error
 		switch f.Name {
@@ -123,6 +135,8 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 			err = protocol.Decode(f.Data, &ow)
 		case delayOffsetFile:
 			err = protocol.Decode(f.Data, &dw)
+		case metaLocksFile:
+			err = json.Unmarshal(f.Data, &locks)
 		default:
 			b.logger.Warn("snapshot holds an unknown metadata file; ignored", "name", f.Name)
 		}
@@ -135,6 +149,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	_ = b.groups.ReplaceAll(gw)
 	b.offsets.ReplaceAll(ow)
 	b.delayOffsets.ReplaceAll(dw)
+	b.clients.RestoreLocks(locks)
 	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.UnixMilli(tw.DataVersion.Timestamp)); err != nil {
 		b.logger.Warn("system topics after a metadata restore", "error", err)
 	}

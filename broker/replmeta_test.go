@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
 	"rocketraft/config"
 	"rocketraft/fsm"
@@ -23,7 +24,7 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.BrokerClusterName, cfg.BrokerName = "C", "B"
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1)}
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1), clients: clients.NewManager(clients.Config{})}
 	var err error
 	if b.topics, err = meta.OpenTopics(filepath.Join(dir, "topics.json"), nil); err != nil {
 		t.Fatal(err)
@@ -44,10 +45,11 @@ type metaState struct {
 	Topics  protocol.TopicConfigSerializeWrapper
 	Groups  protocol.SubscriptionGroupWrapper
 	Offsets protocol.ConsumerOffsetSerializeWrapper
+	Locks   []clients.LockRecord
 }
 
 func stateOf(b *Broker) metaState {
-	return metaState{b.topics.Wrapper(), b.groups.Wrapper(), b.offsets.Wrapper()}
+	return metaState{b.topics.Wrapper(), b.groups.Wrapper(), b.offsets.Wrapper(), b.clients.LockRecords()}
 }
 
 func topicCfg(name string, queues int32) *protocol.TopicConfig {
@@ -71,6 +73,8 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 	}
 	g := protocol.NewSubscriptionGroupConfig("G1")
 	g.RetryMaxTimes = 3
+	mq0 := protocol.MessageQueue{BrokerName: "B", QueueID: 0, Topic: "T1"}
+	mq1 := protocol.MessageQueue{BrokerName: "B", QueueID: 1, Topic: "T1"}
 	ops := []*fsm.MetaOp{
 		{Op: fsm.OpPutTopic, Now: 1000, Topic: topicCfg("T1", 8)},
 		{Op: fsm.OpPutTopic, Now: 1001, Topic: topicCfg("T2", 2)},
@@ -85,6 +89,9 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 		{Op: fsm.OpDeleteTopic, Now: 1007, Name: "T2"},   // and its offsets
 		{Op: fsm.OpDeleteGroup, Now: 1008, Name: "G2"},   // and its offsets
 		{Op: fsm.OpDeleteGroup, Now: 1009, Name: "nope"}, // absent: no change
+		{Op: fsm.OpLockQueues, Now: 1010, Lock: &fsm.QueueLock{Group: "G1", ClientID: "c1", Queues: []protocol.MessageQueue{mq0, mq1}}},
+		{Op: fsm.OpLockQueues, Now: 1011, Lock: &fsm.QueueLock{Group: "G1", ClientID: "c2", Queues: []protocol.MessageQueue{mq1}}},   // the leader's decision: takes it
+		{Op: fsm.OpUnlockQueues, Now: 1012, Lock: &fsm.QueueLock{Group: "G1", ClientID: "c2", Queues: []protocol.MessageQueue{mq0}}}, // not c2's: no change
 	}
 	replica := metaBroker(t, t.TempDir())
 	if err := (metaApplier{replica}).RestoreMeta(nil); err != nil {
@@ -109,6 +116,10 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 	}
 	if _, ok := src.offsets.Query("G1", "T2", 0); ok {
 		t.Fatal("offsets of a deleted topic survive")
+	}
+	wantLocks := []clients.LockRecord{{Group: "G1", ClientID: "c1", Queue: mq0, LastUpdate: 1010}, {Group: "G1", ClientID: "c2", Queue: mq1, LastUpdate: 1011}}
+	if got := src.clients.LockRecords(); !reflect.DeepEqual(got, wantLocks) {
+		t.Fatalf("locks %+v, want %+v", got, wantLocks)
 	}
 	if v := src.topics.DataVersion(); v.Timestamp != 1007 {
 		t.Fatalf("topic data version %+v: not the last op's time", v)
@@ -150,7 +161,9 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	reopened := metaBroker(t, dir)
-	if want, got := stateOf(src), stateOf(reopened); !reflect.DeepEqual(want, got) {
+	want := stateOf(src)
+	want.Locks = nil // queue locks live in Raft snapshots and entries only, never in config files
+	if got := stateOf(reopened); !reflect.DeepEqual(want, got) {
 		t.Fatalf("tables reopened from the restored files differ:\nwant %+v\n got %+v", want, got)
 	}
 }

@@ -64,6 +64,10 @@ func (b *Broker) watchRole() {
 			}
 			next = roleFollower
 		}
+		if next == roleLeader && b.role.get() != roleLeader {
+			// Before the role: a lock decision that sees the role sees this leadership's start.
+			b.leaderAt.Store(time.Now().UnixNano())
+		}
 		if b.role.set(next) {
 			if next != roleLeader && b.offsetBatch != nil {
 				b.offsetBatch.drop()

@@ -121,6 +121,13 @@ const (
 	OpDeleteGroup = "deleteGroup"
 	// OpCommitOffsets sets every consumer offset in MetaOp.Offsets, in order.
 	OpCommitOffsets = "commitOffsets"
+	// OpLockQueues grants MetaOp.Lock's queues to its client as of MetaOp.Now (orderly
+	// consumption, LOCK_BATCH_MQ). The leader decided the grant before proposing it, so the
+	// apply is unconditional: replicating grants is what lets a new leader refuse a queue to a
+	// second client while the first still believes it holds it (broker/locks.go).
+	OpLockQueues = "lockQueues"
+	// OpUnlockQueues releases those of MetaOp.Lock's queues its client holds (UNLOCK_BATCH_MQ).
+	OpUnlockQueues = "unlockQueues"
 )
 
 // MetaOp is one metadata operation. Its effect depends only on its fields and the tables' state:
@@ -133,6 +140,15 @@ type MetaOp struct {
 	Group   *protocol.SubscriptionGroupConfig `json:"group,omitempty"`
 	Name    string                            `json:"name,omitempty"`
 	Offsets []OffsetCommit                    `json:"offsets,omitempty"`
+	Lock    *QueueLock                        `json:"lock,omitempty"`
+}
+
+// QueueLock is the subject of OpLockQueues and OpUnlockQueues: one client's queues in one
+// consumer group.
+type QueueLock struct {
+	Group    string                  `json:"group"`
+	ClientID string                  `json:"clientId"`
+	Queues   []protocol.MessageQueue `json:"queues"`
 }
 
 // OffsetCommit is one consumer offset.
@@ -166,6 +182,10 @@ func (op *MetaOp) validate() error {
 			if o.Group == "" || o.Topic == "" || o.QueueID < 0 {
 				return fmt.Errorf("%s: offset %d: empty group or topic, or negative queue id", op.Op, i)
 			}
+		}
+	case OpLockQueues, OpUnlockQueues:
+		if op.Lock == nil || op.Lock.Group == "" || op.Lock.ClientID == "" || len(op.Lock.Queues) == 0 {
+			return fmt.Errorf("%s without a group, client id or queues", op.Op)
 		}
 	default:
 		return fmt.Errorf("unknown op %q", op.Op)

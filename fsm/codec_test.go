@@ -38,6 +38,8 @@ func TestMetadataRoundTrip(t *testing.T) {
 		{Op: OpPutGroup, Now: 7, Group: protocol.NewSubscriptionGroupConfig("G")},
 		{Op: OpDeleteGroup, Now: 8, Name: "G"},
 		{Op: OpCommitOffsets, Now: 9, Offsets: []OffsetCommit{{Group: "G", Topic: "T", QueueID: 3, Offset: 42}}},
+		{Op: OpLockQueues, Now: 10, Lock: &QueueLock{Group: "G", ClientID: "c1", Queues: []protocol.MessageQueue{{BrokerName: "b", QueueID: 1, Topic: "T"}}}},
+		{Op: OpUnlockQueues, Now: 11, Lock: &QueueLock{Group: "G", ClientID: "c1", Queues: []protocol.MessageQueue{{BrokerName: "b", QueueID: 1, Topic: "T"}}}},
 	}
 	for _, op := range ops {
 		b, err := EncodeMetadata(op)
@@ -53,7 +55,7 @@ func TestMetadataRoundTrip(t *testing.T) {
 			t.Fatalf("%+v %v", got, err)
 		}
 	}
-	for _, op := range []*MetaOp{{Op: "x", Now: 1}, {Op: OpPutTopic, Now: 1}, {Op: OpDeleteTopic, Name: "T"}, {Op: OpCommitOffsets, Now: 1}} {
+	for _, op := range []*MetaOp{{Op: "x", Now: 1}, {Op: OpPutTopic, Now: 1}, {Op: OpDeleteTopic, Name: "T"}, {Op: OpCommitOffsets, Now: 1}, {Op: OpLockQueues, Now: 1}, {Op: OpUnlockQueues, Now: 1, Lock: &QueueLock{Group: "G", ClientID: "c"}}} {
 		if _, err := EncodeMetadata(op); err == nil {
 			t.Fatalf("%+v encoded", op)
 		}

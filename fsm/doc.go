@@ -27,7 +27,8 @@
 //	1       ...   {"op":"commitOffsets","now":1700000000000,"offsets":[{"group":"g","topic":"T","queueId":0,"offset":42}]}
 //
 // Ops: putTopic {topic}, deleteTopic {name}, putGroup {group}, deleteGroup {name},
-// commitOffsets {offsets}. "now" is the leader's clock at proposal time; it is the only time an
+// commitOffsets {offsets}, lockQueues and unlockQueues {lock: {group, clientId, queues}}
+// (orderly-consumption locks, granted as of "now"). "now" is the leader's clock at proposal time; it is the only time an
 // op may use. Unknown members are rejected, so an entry from a newer version is not half applied.
 //
 // KindScheduleDeliver (4): one step of the broker's delay scheduler, laid out in

@@ -161,3 +161,28 @@ func (m *Manager) GroupsConsuming(topic string) []string {
 	slices.Sort(out)
 	return out
 }
+
+// ConsumerMember is one live member of a consumer group with its connection, for requests the
+// broker sends to consumers (RESET_CONSUMER_CLIENT_OFFSET).
+type ConsumerMember struct {
+	ClientID string
+	Language string
+	Version  int32
+	Conn     *remoting.Conn
+}
+
+// ConsumerMembers lists group's members, sorted by client id.
+func (m *Manager) ConsumerMembers(group string) []ConsumerMember {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	g := m.consumers[group]
+	if g == nil {
+		return nil
+	}
+	out := make([]ConsumerMember, 0, len(g.members))
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		mb := g.members[id]
+		out = append(out, ConsumerMember{ClientID: id, Language: mb.language, Version: mb.version, Conn: mb.conn})
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package clients
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -117,4 +118,53 @@ func TestLocks(t *testing.T) {
 		t.Fatal("c2's locks kept")
 	}
 	m.UnlockBatch("none", "c2", all)
+}
+
+// The DLedger path: Lockable decides without changing anything (takeOver gates expired locks
+// held by others), GrantLocks applies unconditionally, and LockRecords/RestoreLocks round-trip.
+func TestReplicatedLockPrimitives(t *testing.T) {
+	m := NewManager(Config{})
+	q := func(i int32) protocol.MessageQueue {
+		return protocol.MessageQueue{Topic: "T", BrokerName: "b", QueueID: i}
+	}
+	all := []protocol.MessageQueue{q(0), q(1), q(2)}
+	if got := m.Lockable("G", "c1", all, t0, false); !slices.Equal(got, all) {
+		t.Fatalf("free queues: %v", got)
+	}
+	if m.HasLocks("G", t0) {
+		t.Fatal("Lockable granted something")
+	}
+	m.GrantLocks("G", "c1", all[:2], t0)
+	if got := m.Lockable("G", "c2", all, t0.Add(time.Second), true); !slices.Equal(got, all[2:]) {
+		t.Fatalf("c2 while c1 holds 0,1: %v", got)
+	}
+	if got := m.Lockable("G", "c1", all, t0.Add(time.Second), false); !slices.Equal(got, all) {
+		t.Fatalf("c1 renews its own and takes the free one: %v", got)
+	}
+	late := t0.Add(61 * time.Second)
+	if got := m.Lockable("G", "c2", all, late, false); !slices.Equal(got, all[2:]) {
+		t.Fatalf("a young leader must not take expired locks over: %v", got)
+	}
+	if got := m.Lockable("G", "c2", all, late, true); !slices.Equal(got, all) {
+		t.Fatalf("expired locks with takeOver: %v", got)
+	}
+	m.GrantLocks("G", "c2", all[1:2], late) // the leader's decision is applied as is
+	if got := m.HeldBy("G", "c1", all); !slices.Equal(got, all[:1]) {
+		t.Fatalf("c1 holds %v after c2 took queue 1", got)
+	}
+	recs := m.LockRecords()
+	want := []LockRecord{{"G", "c1", q(0), t0.UnixMilli()}, {"G", "c2", q(1), late.UnixMilli()}}
+	if !reflect.DeepEqual(recs, want) {
+		t.Fatalf("records %+v, want %+v", recs, want)
+	}
+	other := NewManager(Config{})
+	other.GrantLocks("X", "c9", all, t0)
+	other.RestoreLocks(recs)
+	if got := other.LockRecords(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored %+v", got)
+	}
+	other.RestoreLocks(nil)
+	if other.LockRecords() != nil {
+		t.Fatal("RestoreLocks(nil) kept locks")
+	}
 }

@@ -1,0 +1,129 @@
+package broker
+
+// LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumption's queue locks.
+//
+// Classic mode keeps RocketMQ's broker-local table: a queue is granted if free, already held by
+// the requester, or its holder has not re-locked for lockMaxLiveTime (60 s); the client believes
+// it holds a lock for 30 s after its last successful LOCK and re-locks every 20 s.
+//
+// DLedger mode must keep that promise across a leader change: two consumers must never both
+// believe they hold the same queue. A broker-local table would lose every lock with the leader,
+// and the new leader would hand a queue to a second consumer while the first still consumes it
+// for up to 30 s. So grants and releases are Raft entries (fsm.OpLockQueues/OpUnlockQueues):
+//
+//   - Followers forward LOCK and UNLOCK to the leader (clients send them to brokerId 0, which a
+//     stale route may name wrongly). Only the ready leader decides, under lockMu: it picks the
+//     grantable queues (Lockable), proposes the grant stamped with its clock, and answers with
+//     that set only once the entry is committed and applied. A client therefore only believes in
+//     grants every future leader has applied before it serves (the leader is ready only after
+//     its barrier); a grant whose outcome is unknown is answered as "not locked".
+//   - The apply is unconditional and deterministic (the decision was the leader's), so every
+//     replica's table is the same, snapshots included (queueLocks.json).
+//   - Expiry compares the replicated grant time with the current leader's clock. Against clocks
+//     that disagree between nodes, a leader younger than one lock expiry never takes a queue
+//     away from another client on expiry grounds (takeOver=false): whatever the old leader's
+//     clock said, the old holder's belief (30 s after its last grant, which was committed
+//     before this leader took over) ends before the new leader's first minute does. Free
+//     queues and renewals by the holder are granted at once, so a failover costs the live
+//     holder nothing; only a queue whose holder died together with the leader waits up to
+//     60 s longer.
+//
+// Classic mode's restart still loses its table, as RocketMQ's does.
+
+import (
+	"context"
+	"time"
+
+	"rocketraft/fsm"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// lockProposeTimeout bounds one lock proposal: the Go client gives LOCK_BATCH_MQ 1 s and takes
+// a late answer as "not locked", so waiting longer only delays the next request.
+const lockProposeTimeout = 3 * time.Second
+
+func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.LockBatchRequestBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad lock body: "+err.Error())
+	}
+	if body.ConsumerGroup == "" || body.ClientID == "" {
+		return req.NewResponse(remoting.SystemError, "bad lock body: consumerGroup and clientId are required")
+	}
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
+	mqs := b.ownQueues(body.MqSet)
+	var locked []protocol.MessageQueue
+	if b.replicated() {
+		var err error
+		if locked, err = b.lockReplicated(body.ConsumerGroup, body.ClientID, mqs); err != nil {
+			return metaErrorResponse(req, "lock queues", err)
+		}
+	} else {
+		locked = b.clients.LockBatch(body.ConsumerGroup, body.ClientID, mqs, time.Now())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = protocol.MustEncode(protocol.LockBatchResponseBody{LockOKMQSet: locked})
+	return resp
+}
+
+func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.UnlockBatchRequestBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad unlock body: "+err.Error())
+	}
+	if body.ConsumerGroup == "" || body.ClientID == "" {
+		return req.NewResponse(remoting.SystemError, "bad unlock body: consumerGroup and clientId are required")
+	}
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+		return fwd
+	}
+	mqs := b.ownQueues(body.MqSet)
+	if !b.replicated() {
+		b.clients.UnlockBatch(body.ConsumerGroup, body.ClientID, mqs)
+		return req.NewResponse(remoting.Success, "")
+	}
+	b.lockMu.Lock()
+	defer b.lockMu.Unlock()
+	if mqs = b.clients.HeldBy(body.ConsumerGroup, body.ClientID, mqs); len(mqs) == 0 {
+		return req.NewResponse(remoting.Success, "") // nothing to release: no entry needed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
+	defer cancel()
+	op := &fsm.MetaOp{Op: fsm.OpUnlockQueues, Lock: &fsm.QueueLock{Group: body.ConsumerGroup, ClientID: body.ClientID, Queues: mqs}}
+	if err := b.proposeMeta(ctx, op); err != nil {
+		return metaErrorResponse(req, "unlock queues", err)
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
+// lockReplicated decides and replicates a LOCK_BATCH_MQ on the DLedger leader (see the file
+// comment) and returns the queues the client now holds.
+func (b *Broker) lockReplicated(group, clientID string, mqs []protocol.MessageQueue) ([]protocol.MessageQueue, error) {
+	b.lockMu.Lock()
+	defer b.lockMu.Unlock()
+	now := time.Now()
+	takeOver := now.Sub(b.leaderSince()) > b.clients.LockExpiry()
+	grant := b.clients.Lockable(group, clientID, mqs, now, takeOver)
+	if len(grant) == 0 {
+		return grant, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
+	defer cancel()
+	op := &fsm.MetaOp{Op: fsm.OpLockQueues, Now: now.UnixMilli(), Lock: &fsm.QueueLock{Group: group, ClientID: clientID, Queues: grant}}
+	if err := b.proposeMeta(ctx, op); err != nil {
+		return nil, err
+	}
+	return grant, nil
+}
+
+// leaderSince is when this node last became the ready leader (zero time if never).
+func (b *Broker) leaderSince() time.Time {
+	ns := b.leaderAt.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
