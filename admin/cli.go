@@ -37,6 +37,7 @@ var commands = []*command{
 	transferLeaderCommand,
 	addPeerCommand,
 	removePeerCommand,
+	haStatusCommand,
 }
 
 func lookup(name string) *command {
