@@ -46,6 +46,7 @@ var commands = []*command{
 	transferLeaderCommand,
 	addPeerCommand,
 	removePeerCommand,
+	haStatusCommand,
 }
 
 func lookup(name string) *command {

@@ -36,6 +36,7 @@
 //	transferLeader    TRANSFER_RAFT_LEADER (32002, ours) to the group's master (a follower forwards)
 //	addPeer           ADD_RAFT_PEER (32003, ours), likewise
 //	removePeer        REMOVE_RAFT_PEER (32004, ours), likewise
+//	haStatus          GET_BROKER_CLUSTER_INFO (106), then GET_BROKER_HA_STATUS (907) per address
 //
 // # Exit status
 //

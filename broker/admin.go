@@ -161,6 +161,7 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	table["diskFull"] = strconv.FormatBool(st.DiskFull)
 	table["storeWriteFailed"] = strconv.FormatBool(st.WriteFailed)
 	table["consumeQueueCount"] = strconv.Itoa(st.Queues)
+	b.addHARuntimeInfo(table)
 	return b.jsonResponse(req, protocol.KVTable{Table: table})
 }
 
@@ -379,6 +380,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 		return b.jsonResponse(req, b.topics.Wrapper())
 	})
 	s.Handle(remoting.GetBrokerRuntimeInfo, b.handleRuntimeInfo)
+	s.Handle(remoting.GetBrokerHAStatus, b.handleHAStatus)
 	s.Handle(remoting.UpdateAndCreateSubscriptionGroup, b.handleUpdateGroup)
 	s.Handle(remoting.GetAllSubscriptionGroupConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		return b.jsonResponse(req, b.groups.Wrapper())

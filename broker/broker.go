@@ -70,6 +70,9 @@ type Broker struct {
 	// (unix ns) is when this node last became the ready leader (locks.go).
 	lockMu   sync.Mutex
 	leaderAt atomic.Int64
+	// ha is classic master/slave replication (ha.go): the HA server of a master (or of a
+	// DLedger leader serving legacy slaves), the HA client and metadata copy of a slave.
+	ha haState
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -206,6 +209,7 @@ func (b *Broker) storeConfig() storage.Config {
 	c.Logger = b.logger.Named("store")
 	c.OnDispatch = func(topic string, queueID int32, queueOffset int64, tagsCode int64) {
 		b.longPoll.notify(topic, queueID, queueOffset, tagsCode)
+		b.haNotify()
 	}
 	return c
 }
@@ -236,6 +240,10 @@ func (b *Broker) Start() error {
 	if err := b.startHTTP(); err != nil {
 		_ = b.server.Close()
 		return fmt.Errorf("listen on httpPort %d: %w", b.cfg.HTTPPort, err)
+	}
+	if err := b.startHA(); err != nil {
+		_ = b.server.Close()
+		return err
 	}
 
 	b.wg.Add(3)
@@ -278,6 +286,7 @@ func (b *Broker) Close() error {
 			b.raft.handOff(b.logger)
 		}
 		close(b.stop)
+		b.stopHA()
 		if b.server != nil {
 			b.unregisterAll()
 			_ = b.server.Close()

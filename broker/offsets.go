@@ -59,9 +59,10 @@ func queueIsYoung(st *storage.Store, topic string, qid int32) bool {
 
 // handleUpdateConsumerOffset records a committed offset. DLedger mode: a follower forwards it to
 // the leader; the leader answers once the commit is queued for the next Raft entry (see
-// offsetBatcher), as RocketMQ answers before persisting.
+// offsetBatcher), as RocketMQ answers before persisting. A classic slave stores it locally, as
+// a 4.x slave does (its table is replaced by the master's at the next metadata copy).
 func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
 		return fwd
 	}
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")

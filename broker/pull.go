@@ -48,10 +48,11 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return fail(remoting.NoPermission, "subscription group no permission, "+p.ConsumerGroup)
 	}
 	tc := b.topics.Get(p.Topic)
-	if tc == nil && b.raft != nil && p.QueueID >= 0 {
+	if tc == nil && (b.raft != nil || b.isClassicSlave()) && p.QueueID >= 0 {
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
-		// The replica's store is authoritative for what can be read.
+		// The replica's store is authoritative for what can be read. Likewise on a classic slave,
+		// whose topic configs are copied from the master only every 10 s (ha.go).
 		if maxOff, _ := b.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
 			tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
 		}
@@ -79,8 +80,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if !sub.IsTag() {
 		return fail(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
 	}
-	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend {
-		// DLedger: queued for Raft on the leader, ignored on a follower (as a Java slave does).
+	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && !b.isClassicSlave() {
+		// DLedger: queued for Raft on the leader, ignored on a follower and on a classic slave
+		// (as a Java slave does).
 		b.commitOffset(p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
 	}
 

@@ -79,7 +79,7 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 		BrokerName:   b.cfg.BrokerName,
 		BrokerAddr:   b.brokerAddr,
 		ClusterName:  b.cfg.BrokerClusterName,
-		HaServerAddr: b.cfg.BrokerIP2 + ":" + strconv.Itoa(b.cfg.HAListenPort),
+		HaServerAddr: b.haAdvertisedAddr(),
 		BrokerID:     b.brokerID(),
 		// A DLedger node forwards writes to the leader whatever its role (forward.go), so the
 		// name servers may publish it as a stand-in master while the group has none.
@@ -114,6 +114,7 @@ func (b *Broker) registerAll() bool {
 				return
 			}
 			b.logger.Debug("registered with name server", "namesrv", addr)
+			b.onRegisterAnswer(resp) // a slave learns its master here
 		}(addr)
 	}
 	wg.Wait()

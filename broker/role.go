@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,7 @@ func (b *Broker) watchRole() {
 				b.offsetBatch.drop()
 			}
 			b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
+			b.haRoleChanged(next) // the ready leader serves legacy HA slaves (ha.go)
 			b.triggerRegister()
 		}
 	}
@@ -103,8 +105,12 @@ func (b *Broker) roleName() string {
 
 // writable reports whether this node may take a write now. In DLedger mode only the ready
 // leader may; otherwise the answer is SERVICE_NOT_AVAILABLE (14), which every client retries on
-// another broker, with a remark naming the leader when one is known.
+// another broker, with a remark naming the leader when one is known. A classic SLAVE never
+// takes a write (its commitlog is the master's copy): SERVICE_NOT_AVAILABLE, as a 4.x slave.
 func (b *Broker) writable() (ok bool, remark string) {
+	if b.raft == nil && b.cfg.BrokerRole == config.RoleSlave {
+		return false, fmt.Sprintf("service not available now: broker %s brokerId %d is a SLAVE; send to its master", b.cfg.BrokerName, b.cfg.BrokerID)
+	}
 	if b.raft == nil || b.role.get() == roleLeader {
 		return true, ""
 	}

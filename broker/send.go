@@ -142,6 +142,9 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		resp.Code = remoting.FlushDiskTimeout
 		resp.Remark = "the message is stored, but the disk flush timed out"
 	}
+	if code, remark := b.waitReplicas(h, results); code != remoting.Success { // SYNC_MASTER (ha.go)
+		resp.Code, resp.Remark = code, remark
+	}
 	b.stats.recordPut(h.Topic, len(results))
 	resp.SetExt("msgId", b.msgIDs(results))
 	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))

@@ -43,6 +43,14 @@ type Broker struct {
 	HAListenPort int    `prop:"haListenPort"` // classic HA port; 0 = listenPort+1
 	HTTPPort     int    `prop:"httpPort"`     // ours: metrics/status HTTP port, 0 = off
 
+	// Classic master/slave replication (package ha). A slave follows haMasterAddress, or the
+	// master's HA address from the name servers' REGISTER_BROKER answer when it is empty.
+	HAMasterAddress         string `prop:"haMasterAddress"`                                // host:port of the master's HA port; default: learned
+	HASendHeartbeatInterval int64  `prop:"haSendHeartbeatInterval"`                        // slave reports / master heartbeats at least this often, ms; default 5000
+	HAHousekeepingInterval  int64  `prop:"haHousekeepingInterval"`                         // an HA connection silent this long is closed, ms; default 20000
+	HATransferBatchSize     int    `prop:"haTransferBatchSize"`                            // bytes per master-to-slave frame; default 32768
+	HAMaxGapNotInSync       int64  `prop:"haMaxGapNotInSync" alias:"haSlaveFallbehindMax"` // a slave further behind (bytes) is not in sync; default 256 MiB
+
 	// Store layout.
 	StorePathRootDir          string `prop:"storePathRootDir"`                                             // default $HOME/store
 	StorePathCommitLog        string `prop:"storePathCommitLog"`                                           // default <storePathRootDir>/commitlog
@@ -151,6 +159,11 @@ func NewBroker() *Broker {
 		NamesrvAddr: os.Getenv("NAMESRV_ADDR"),
 		ListenPort:  10911,
 		BrokerIP1:   "127.0.0.1",
+
+		HASendHeartbeatInterval: 5000,
+		HAHousekeepingInterval:  20000,
+		HATransferBatchSize:     32 << 10,
+		HAMaxGapNotInSync:       256 << 20,
 
 		StorePathRootDir:          filepath.Join(home, "store"),
 		MappedFileSizeCommitLog:   1 << 30,

@@ -93,10 +93,25 @@ func (b *Broker) Validate() error {
 		{"transactionTimeOut", b.TransactionTimeOut},
 		{"transactionCheckInterval", b.TransactionCheckInterval},
 		{"transactionCheckMax", int64(b.TransactionCheckMax)},
+		{"haSendHeartbeatInterval", b.HASendHeartbeatInterval},
+		{"haHousekeepingInterval", b.HAHousekeepingInterval},
+		{"haTransferBatchSize", int64(b.HATransferBatchSize)},
+		{"haMaxGapNotInSync", b.HAMaxGapNotInSync},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
 			add(p.key, "must be > 0, got %d", p.v)
+		}
+	}
+	if b.HASendHeartbeatInterval > 0 && b.HASendHeartbeatInterval >= b.HAHousekeepingInterval {
+		add("haSendHeartbeatInterval", "%d ms must be below haHousekeepingInterval %d ms (an idle connection would be closed between heartbeats)", b.HASendHeartbeatInterval, b.HAHousekeepingInterval)
+	}
+	if b.HATransferBatchSize > 16<<20 {
+		add("haTransferBatchSize", "must be <= 16 MiB (what a slave accepts in one frame), got %d", b.HATransferBatchSize)
+	}
+	if b.HAMasterAddress != "" {
+		if err := checkHostPort(b.HAMasterAddress); err != nil {
+			add("haMasterAddress", "bad address %q: %v", b.HAMasterAddress, err)
 		}
 	}
 	if b.DefaultTopicQueueNums > 1024 {
