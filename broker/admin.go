@@ -12,6 +12,7 @@ import (
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/sqlfilter"
 	"rocketraft/storage"
 )
 
@@ -400,7 +401,12 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 		if err := protocol.Decode(req.Body, &body); err != nil {
 			return req.NewResponse(remoting.SystemError, "bad body: "+err.Error())
 		}
-		if t := body.SubscriptionData.ExpressionType; t != "" && t != protocol.ExpressionTag {
+		switch t := body.SubscriptionData.ExpressionType; {
+		case t == protocol.ExpressionSQL92 && b.cfg.EnablePropertyFilter:
+			if _, err := sqlfilter.Parse(body.SubscriptionData.SubString); err != nil {
+				return req.NewResponse(remoting.SubscriptionParseFailed, "parse the SQL92 subscription failed: "+err.Error())
+			}
+		case t != "" && t != protocol.ExpressionTag:
 			return req.NewResponse(remoting.SystemError, fmt.Sprintf("the broker does not support consumer to filter message by %s", t))
 		}
 		return req.NewResponse(remoting.Success, "")

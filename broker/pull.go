@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"rocketraft/broker/clients"
+	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
@@ -77,7 +78,12 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 			return fail(remoting.SubscriptionNotExist, "the consumer's subscription not exist, group "+p.ConsumerGroup+" topic "+p.Topic)
 		}
 	}
-	if !sub.IsTag() {
+	switch {
+	case sub.IsSQL() && !b.cfg.EnablePropertyFilter:
+		return fail(remoting.SystemError, "The broker does not support consumer to filter message by SQL92: set enablePropertyFilter=true on the broker")
+	case sub.IsSQL() && sub.ParseErr != nil:
+		return fail(remoting.SubscriptionParseFailed, "parse the consumer's SQL92 subscription failed: "+sub.ParseErr.Error())
+	case !sub.IsTag() && !sub.IsSQL():
 		return fail(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
 	}
 	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && !b.isClassicSlave() {
@@ -93,6 +99,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	res, commitLogEnd, err := b.getMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, sub.Match)
 	if err != nil {
 		return storeUnavailable(req, err)
+	}
+	if sub.SQL != nil {
+		filterByProperties(&res, sub)
 	}
 	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
@@ -120,6 +129,39 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 	}
 	return resp
+}
+
+// filterByProperties drops the records a SQL92 subscription does not select (their properties
+// are read from the copies GetMessages returned), keeping nextBeginOffset past everything
+// scanned. A pull that found messages but none selected becomes NO_MATCHED_MESSAGE, which the
+// client answers by pulling again at once from nextBeginOffset.
+func filterByProperties(res *storage.GetResult, sub *clients.Subscription) {
+	if res.Status != storage.Found {
+		return
+	}
+	kept := res.Records[:0]
+	var body []byte
+	for _, rec := range res.Records {
+		v, err := message.ParseView(rec)
+		if err != nil || !sub.MatchProperties(message.ParseProperties(string(v.Properties()))) {
+			continue
+		}
+		body = append(body, rec...)
+		kept = append(kept, rec)
+	}
+	if len(kept) == len(res.Records) {
+		return
+	}
+	// Re-slice the kept records out of the new body (the old one still backs the dropped ones).
+	off := 0
+	for i, rec := range kept {
+		kept[i] = body[off : off+len(rec) : off+len(rec)]
+		off += len(rec)
+	}
+	res.Records, res.Body, res.Bytes = kept, body, len(body)
+	if len(kept) == 0 {
+		res.Status = storage.NoMatchedMessage
+	}
 }
 
 // suggestBroker is the broker id the consumer should pull this queue from next (the client keeps

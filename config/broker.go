@@ -90,6 +90,9 @@ type Broker struct {
 	LongPollingEnable     bool  `prop:"longPollingEnable"`     // default true
 	ShortPollingTimeMills int64 `prop:"shortPollingTimeMills"` // pull suspend when long polling is off, ms; default 1000
 	SlaveReadEnable       bool  `prop:"slaveReadEnable"`       // default false
+	// EnablePropertyFilter lets consumers subscribe with SQL92 expressions over message
+	// properties (RocketMQ's key); default false, as RocketMQ.
+	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
 	// AccessMessageInMemoryMaxRatio: with slaveReadEnable, a pull reading further behind the
 	// commitlog end than this percentage of physical RAM is told to read from a slave; default 40.
 	AccessMessageInMemoryMaxRatio int   `prop:"accessMessageInMemoryMaxRatio"`

@@ -297,6 +297,11 @@ func TestTagFilter(t *testing.T) {
 // rawPull sends one non-suspending PULL_MESSAGE with a TAG subscription and returns the
 // decoded records and nextBeginOffset.
 func rawPull(addr, group, topic string, q int, off int64, sub string) ([]*record, int64, error) {
+	return rawPullExpr(addr, group, topic, q, off, sub, "TAG")
+}
+
+// rawPullExpr is rawPull with an expression type (TAG or SQL92).
+func rawPullExpr(addr, group, topic string, q int, off int64, sub, exprType string) ([]*record, int64, error) {
 	resp, err := rawRequest(addr, codePullMessage, map[string]string{
 		"consumerGroup":        group,
 		"topic":                topic,
@@ -308,7 +313,7 @@ func rawPull(addr, group, topic string, q int, off int64, sub string) ([]*record
 		"suspendTimeoutMillis": "0",
 		"subscription":         sub,
 		"subVersion":           "0",
-		"expressionType":       "TAG",
+		"expressionType":       exprType,
 	}, nil, 10*time.Second)
 	if err != nil {
 		return nil, 0, err

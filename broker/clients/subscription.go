@@ -8,6 +8,7 @@ import (
 
 	"rocketraft/message"
 	"rocketraft/protocol"
+	"rocketraft/sqlfilter"
 )
 
 // ErrUnsupportedExpression is returned by ParseSubscription for expression types other than TAG
@@ -26,13 +27,17 @@ type Subscription struct {
 	Codes map[int64]struct{}
 	// Tags are the subscribed tags, trimmed, empties and duplicates removed.
 	Tags []string
+	// SQL is a SQL92 subscription's parsed expression (nil for TAG); ParseErr says why a
+	// heartbeat's SQL92 expression could not be parsed (pulls then answer SUBSCRIPTION_PARSE_FAILED).
+	SQL      *sqlfilter.Expr
+	ParseErr error
 }
 
 // Match reports whether a consume-queue unit with tagsCode passes the filter: All, or
 // (int32)tagsCode among Codes, as Java compares it. A message without tags has code 0 and so
 // matches only All subscriptions.
 func (s *Subscription) Match(tagsCode int64) bool {
-	if s.All {
+	if s.All || s.SQL != nil { // SQL92 filters on properties, after the record is read
 		return true
 	}
 	_, ok := s.Codes[int64(int32(tagsCode))]
@@ -45,10 +50,26 @@ func (s *Subscription) IsTag() bool {
 	return s.ExpressionType == "" || s.ExpressionType == protocol.ExpressionTag
 }
 
+// IsSQL reports whether the subscription is a SQL92 property filter.
+func (s *Subscription) IsSQL() bool { return s.ExpressionType == protocol.ExpressionSQL92 }
+
+// MatchProperties applies a SQL92 subscription to a message's properties (true for TAG
+// subscriptions, whose filtering happened on the tags code).
+func (s *Subscription) MatchProperties(props map[string]string) bool {
+	return s.SQL == nil || s.SQL.Match(props)
+}
+
 // ParseSubscription builds a subscription from a filter expression carried by a pull (sysFlag
 // 0x4): "*" or "" match all; otherwise the expression is split on "||", trimmed and empties
 // dropped. Expression types other than TAG (or empty) fail with ErrUnsupportedExpression.
 func ParseSubscription(topic, expr, exprType string) (*Subscription, error) {
+	if exprType == protocol.ExpressionSQL92 {
+		e, err := sqlfilter.Parse(expr)
+		if err != nil {
+			return nil, err
+		}
+		return &Subscription{Topic: topic, SubString: expr, ExpressionType: protocol.ExpressionSQL92, SQL: e}, nil
+	}
 	if exprType != "" && exprType != protocol.ExpressionTag {
 		return nil, fmt.Errorf("%w: %s", ErrUnsupportedExpression, exprType)
 	}
@@ -66,6 +87,10 @@ func ParseSubscription(topic, expr, exprType string) (*Subscription, error) {
 // is ignored; codes come from tagsSet, or from subString when tagsSet is empty.
 func fromData(d *protocol.SubscriptionData) *Subscription {
 	s := &Subscription{Topic: d.Topic, SubString: d.SubString, ExpressionType: d.ExpressionType, SubVersion: d.SubVersion}
+	if s.IsSQL() {
+		s.SQL, s.ParseErr = sqlfilter.Parse(d.SubString)
+		return s
+	}
 	if !s.IsTag() {
 		return s
 	}

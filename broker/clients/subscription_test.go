@@ -28,8 +28,15 @@ func TestParseSubscription(t *testing.T) {
 	if s.Match(0) {
 		t.Fatal("a message without tags matched a tag subscription")
 	}
-	if _, err := ParseSubscription("T", "a > 1", protocol.ExpressionSQL92); !errors.Is(err, ErrUnsupportedExpression) {
-		t.Fatalf("SQL92: %v", err)
+	if sq, err := ParseSubscription("T", "a > 1", protocol.ExpressionSQL92); err != nil || sq.SQL == nil ||
+		!sq.MatchProperties(map[string]string{"a": "2"}) || sq.MatchProperties(map[string]string{"a": "1"}) {
+		t.Fatalf("SQL92: %+v %v", sq, err)
+	}
+	if _, err := ParseSubscription("T", "a >", protocol.ExpressionSQL92); err == nil {
+		t.Fatal("a bad SQL92 expression parsed")
+	}
+	if _, err := ParseSubscription("T", "x", "CLASS"); !errors.Is(err, ErrUnsupportedExpression) {
+		t.Fatalf("unknown expression type: %v", err)
 	}
 	if s, _ := ParseSubscription("T", "||", ""); s.All || s.Match(0) || s.Match(message.TagsCode("")) {
 		t.Fatalf("empty tag list must match nothing: %+v", s)
@@ -67,9 +74,13 @@ func TestHeartbeatSubscriptionForms(t *testing.T) {
 			t.Errorf("%s: %+v", c.name, s)
 		}
 	}
+	// SQL92: every consume-queue unit passes (the filter reads properties afterwards).
 	sql := fromData(&protocol.SubscriptionData{SubString: "a > 1", ExpressionType: protocol.ExpressionSQL92})
-	if sql.IsTag() || sql.All || sql.Match(0) {
+	if sql.IsTag() || !sql.IsSQL() || sql.All || !sql.Match(0) || sql.ParseErr != nil || !sql.MatchProperties(map[string]string{"a": "5"}) {
 		t.Errorf("SQL92: %+v", sql)
+	}
+	if bad := fromData(&protocol.SubscriptionData{SubString: "a >", ExpressionType: protocol.ExpressionSQL92}); bad.ParseErr == nil {
+		t.Errorf("bad SQL92 from a heartbeat: %+v", bad)
 	}
 }
 
