@@ -53,6 +53,7 @@ type Broker struct {
 	fwdClient   *remoting.Client
 	leaderAddrs leaderAddrCache
 	stats       *stats
+	metrics     *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
 	// txn: transactional messages, END_TRANSACTION and the check-back (txncheck.go).
 	txn *txnService
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
@@ -146,6 +147,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return b.proposeMeta(ctx, &fsm.MetaOp{Op: fsm.OpCommitOffsets, Offsets: offs})
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
 	}
+	b.metrics = newBrokerMetrics(b)
 	return b, nil
 }
 
@@ -222,6 +224,7 @@ func (b *Broker) Start() error {
 		Addr:        addr,
 		Logger:      b.logger.Named("remoting"),
 		IdleTimeout: 120 * time.Second,
+		OnRequest:   b.metrics.rpc.Observe,
 	})
 	b.registerHandlers(b.server)
 	b.server.OnDisconnect(b.clients.ConnClosed)

@@ -11,8 +11,9 @@ import (
 )
 
 // startHTTP serves operational endpoints on httpPort (0 = off): /status with
-// the broker's identity and store figures as JSON, and Go's /debug/pprof so a
-// CPU profile can be taken from a running broker under load.
+// the broker's identity and store figures as JSON, /metrics for Prometheus
+// (metrics.go), and Go's /debug/pprof so a CPU profile can be taken from a
+// running broker under load.
 func (b *Broker) startHTTP() error {
 	if b.cfg.HTTPPort == 0 {
 		return nil
@@ -22,6 +23,7 @@ func (b *Broker) startHTTP() error {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.Handle("/metrics", b.metrics.registry.Handler())
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		st, err := b.storeStats()
 		w.Header().Set("Content-Type", "application/json")

@@ -50,6 +50,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		return fail(remoting.SystemError, "bad send header: topic and producerGroup are required")
 	}
 	batch := req.Code == remoting.SendBatchMessage
+	inTopic, inProps := h.Topic, h.Properties // for metrics, before retry/delay/half rewrite them
 	if err := message.ValidateTopic(h.Topic); err != nil {
 		return fail(remoting.InvalidParameter, "invalid topic: %v", err)
 	}
@@ -146,6 +147,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		resp.Code, resp.Remark = code, remark
 	}
 	b.stats.recordPut(h.Topic, len(results))
+	b.metrics.recordIn(inTopic, messageTypeOf(inProps), h.Topic, inProps, records)
 	resp.SetExt("msgId", b.msgIDs(results))
 	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))

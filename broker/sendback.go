@@ -163,6 +163,9 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 		return fail(code, "%s", remark)
 	}
 	b.stats.recordPut(h2.Topic, len(results))
+	if toDLQ {
+		b.metrics.recordDLQ(originalTopic(orig), h.Group, len(results))
+	}
 	return resp
 }
 

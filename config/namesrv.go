@@ -26,6 +26,9 @@ type Namesrv struct {
 	OrderMessageEnable bool `prop:"orderMessageEnable"`
 	// LogLevel (ours): debug | info | warn | error. Default info.
 	LogLevel string `prop:"logLevel"`
+	// HTTPPort (ours) serves Prometheus metrics on /metrics at this port, on listenAddr's host.
+	// Default 0 = off.
+	HTTPPort int `prop:"httpPort"`
 }
 
 // NewNamesrv returns a Namesrv holding the defaults.
@@ -83,6 +86,9 @@ func (n *Namesrv) Validate() error {
 	if n.ListenPort < 0 || n.ListenPort > 65535 {
 		errs = append(errs, keyErr("listenPort", "must be within 0..65535, got %d", n.ListenPort))
 	}
+	if n.HTTPPort < 0 || n.HTTPPort > 65535 {
+		errs = append(errs, keyErr("httpPort", "must be within 0..65535, got %d", n.HTTPPort))
+	}
 	if n.BrokerExpiry <= 0 {
 		errs = append(errs, keyErr("brokerExpiry", "must be > 0, got %d", n.BrokerExpiry))
 	}
@@ -100,3 +106,15 @@ func (n *Namesrv) BrokerExpiryDuration() time.Duration { return ms(n.BrokerExpir
 
 // ScanInterval is scanNotActiveBrokerInterval as a duration.
 func (n *Namesrv) ScanInterval() time.Duration { return ms(n.ScanNotActiveBrokerInterval) }
+
+// HTTPAddr is where /metrics is served: listenAddr's host and httpPort; "" when httpPort is 0.
+func (n *Namesrv) HTTPAddr() string {
+	if n.HTTPPort == 0 {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(n.ListenAddr)
+	if err != nil {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n.HTTPPort))
+}

@@ -28,6 +28,8 @@ type Node struct {
 	leaderReady atomic.Bool   // leader and Barrier done
 	stop        chan struct{} // closed by Shutdown
 	observerWG  sync.WaitGroup
+	lstats      leaderStats    // leaderstats.go
+	leaderObs   *raft.Observer // feeds watchLeaderChanges
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -101,6 +103,14 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	n.observerWG.Add(1)
 	go n.observe()
+	obsCh := make(chan raft.Observation, 16)
+	n.leaderObs = raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	n.raft.RegisterObserver(n.leaderObs)
+	n.observerWG.Add(1)
+	go n.watchLeaderChanges(obsCh)
 	if !cfg.NoFastFailover {
 		n.observerWG.Add(1)
 		go n.watchLeader()
@@ -188,6 +198,7 @@ func (n *Node) Addr() string { return string(n.trans.LocalAddr()) }
 func (n *Node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		err := n.raft.Shutdown().Error()
+		n.raft.DeregisterObserver(n.leaderObs)
 		close(n.stop)
 		n.observerWG.Wait()
 		n.leaderReady.Store(false)

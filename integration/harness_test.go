@@ -350,8 +350,8 @@ type namesrv struct {
 }
 
 // startNamesrv starts a name server on a fresh loopback port and waits until it accepts TCP
-// connections and answers a route query.
-func startNamesrv(t testing.TB) *namesrv {
+// connections and answers a route query. extraArgs are added to its command line.
+func startNamesrv(t testing.TB, extraArgs ...string) *namesrv {
 	t.Helper()
 	needBinaries(t)
 	dir := t.TempDir()
@@ -361,7 +361,7 @@ func startNamesrv(t testing.TB) *namesrv {
 		n := &namesrv{addr: addr, proc: &proc{
 			name:    "mqnamesrv",
 			bin:     filepath.Join(binDir, "mqnamesrv"),
-			args:    []string{"--listen", addr},
+			args:    append([]string{"--listen", addr}, extraArgs...),
 			env:     []string{"HOME=" + dir},
 			logPath: filepath.Join(dir, fmt.Sprintf("mqnamesrv-%d.log", attempt)),
 		}}

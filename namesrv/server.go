@@ -2,11 +2,14 @@ package namesrv
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/metrics"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -25,6 +28,8 @@ type Config struct {
 	KvConfigPath string
 	// OrderMessageEnable fills a route's orderTopicConf from KV namespace ORDER_TOPIC_CONFIG.
 	OrderMessageEnable bool
+	// HTTPAddr, if set, serves Prometheus metrics on /metrics there (metrics.go); "" = off.
+	HTTPAddr string
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -59,6 +64,9 @@ type Server struct {
 	routes *RouteTable
 	kv     *KVStore
 	remote *remoting.Server
+	rpc    *metrics.RPC // request latency, fed by remote's OnRequest
+	http   *http.Server // nil unless HTTPAddr is set
+	httpLn net.Listener
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -72,12 +80,14 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	rpc := metrics.NewRPC()
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
 		routes: NewRouteTable(cfg.Now, cfg.BrokerExpiry),
 		kv:     kv,
-		remote: remoting.NewServer(remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting")}),
+		remote: remoting.NewServer(remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}),
+		rpc:    rpc,
 		stop:   make(chan struct{}),
 	}
 	for code, h := range s.handlers() {
@@ -116,6 +126,10 @@ func (s *Server) Start() error {
 	if err := s.remote.Start(); err != nil {
 		return err
 	}
+	if err := s.startHTTP(); err != nil {
+		_ = s.remote.Close()
+		return err
+	}
 	s.wg.Add(1)
 	go s.scanLoop()
 	s.log.Info("name server started", "addr", s.remote.Addr())
@@ -136,6 +150,7 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.stop)
+		s.stopHTTP()
 		err = s.remote.Close()
 		s.wg.Wait()
 	})

@@ -45,6 +45,8 @@ type Conn struct {
 	handlers handlerTable
 	maxFrame int
 	idle     time.Duration
+	// onRequest is ServerConfig.OnRequest (nil on client connections).
+	onRequest func(code, respCode int32, elapsed time.Duration)
 
 	out       chan []byte
 	closed    chan struct{}
@@ -314,9 +316,16 @@ func (c *Conn) logReadError(err error) {
 }
 
 func (c *Conn) dispatch(req *Command) {
+	var start time.Time
+	if c.onRequest != nil {
+		start = time.Now()
+	}
 	resp := c.handle(req)
 	if resp == nil || req.IsOneway() {
 		return
+	}
+	if c.onRequest != nil {
+		c.onRequest(req.Code, resp.Code, time.Since(start))
 	}
 	resp.Opaque = req.Opaque
 	resp.Flag |= FlagResponse

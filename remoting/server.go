@@ -21,6 +21,11 @@ type ServerConfig struct {
 	// IdleTimeout closes a connection that sent nothing for this long; 0 means 120 s,
 	// as Java's serverChannelMaxIdleTimeSeconds.
 	IdleTimeout time.Duration
+	// OnRequest, if set, is called after each request is answered with its code, the response
+	// code and the time the handler took: the hook rpc latency metrics hang on, so this package
+	// knows nothing of Prometheus. It runs on the serving goroutine and must be cheap. Requests
+	// answered later through Conn.Reply (long polling) and oneway requests are not reported.
+	OnRequest func(code, respCode int32, elapsed time.Duration)
 }
 
 // Server accepts remoting connections and serves registered handlers.
@@ -117,6 +122,7 @@ func (s *Server) acceptLoop() {
 			_ = tc.SetNoDelay(true)
 		}
 		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
+		c.onRequest = s.cfg.OnRequest
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

@@ -40,6 +40,7 @@ func run() int {
 		ScanInterval:       cfg.ScanInterval(),
 		KvConfigPath:       cfg.KvConfigPath,
 		OrderMessageEnable: cfg.OrderMessageEnable,
+		HTTPAddr:           cfg.HTTPAddr(),
 		Logger:             logger,
 	})
 	if err != nil {
