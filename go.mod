@@ -11,6 +11,7 @@ require (
 	github.com/magiconair/properties v1.18.13
 	github.com/sirupsen/logrus v1.4.2
 	github.com/spf13/pflag v1.1.0
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sys v0.50.0
 )
 

@@ -334,8 +334,8 @@ type namesrv struct {
 }
 
 // startNamesrv starts a name server on a fresh loopback port and waits until it accepts TCP
-// connections and answers a route query.
-func startNamesrv(t testing.TB) *namesrv {
+// connections and answers a route query. extra are more command-line flags.
+func startNamesrv(t testing.TB, extra ...string) *namesrv {
 	t.Helper()
 	needBinaries(t)
 	dir := t.TempDir()
@@ -345,7 +345,7 @@ func startNamesrv(t testing.TB) *namesrv {
 		n := &namesrv{addr: addr, proc: &proc{
 			name:    "mqnamesrv",
 			bin:     filepath.Join(binDir, "mqnamesrv"),
-			args:    []string{"--listen", addr},
+			args:    append([]string{"--listen", addr}, extra...),
 			env:     []string{"HOME=" + dir},
 			logPath: filepath.Join(dir, fmt.Sprintf("mqnamesrv-%d.log", attempt)),
 		}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/acl"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -25,6 +26,8 @@ type Config struct {
 	KvConfigPath string
 	// OrderMessageEnable fills a route's orderTopicConf from KV namespace ORDER_TOPIC_CONFIG.
 	OrderMessageEnable bool
+	// ACL, when set, turns access control on: see acl.go.
+	ACL *acl.Store
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -77,9 +80,13 @@ func New(cfg Config) (*Server, error) {
 		log:    cfg.Logger,
 		routes: NewRouteTable(cfg.Now, cfg.BrokerExpiry),
 		kv:     kv,
-		remote: remoting.NewServer(remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting")}),
 		stop:   make(chan struct{}),
 	}
+	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting")}
+	if cfg.ACL != nil {
+		rc.Intercept = s.checkACL
+	}
+	s.remote = remoting.NewServer(rc)
 	for code, h := range s.handlers() {
 		s.remote.Handle(code, h)
 	}
@@ -118,6 +125,13 @@ func (s *Server) Start() error {
 	}
 	s.wg.Add(1)
 	go s.scanLoop()
+	if s.cfg.ACL != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.cfg.ACL.Watch(aclReloadInterval, s.stop)
+		}()
+	}
 	s.log.Info("name server started", "addr", s.remote.Addr())
 	return nil
 }

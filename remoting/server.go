@@ -21,6 +21,9 @@ type ServerConfig struct {
 	// IdleTimeout closes a connection that sent nothing for this long; 0 means 120 s,
 	// as Java's serverChannelMaxIdleTimeSeconds.
 	IdleTimeout time.Duration
+	// Intercept, when set, sees every request before its handler (access control): a non-nil
+	// result is sent as the answer and the handler is not run.
+	Intercept Handler
 }
 
 // Server accepts remoting connections and serves registered handlers.
@@ -117,6 +120,7 @@ func (s *Server) acceptLoop() {
 			_ = tc.SetNoDelay(true)
 		}
 		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
+		c.intercept = s.cfg.Intercept
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
