@@ -104,7 +104,8 @@ func commandUsage(c *command) string {
 
 // Main runs one mqadmin command line (without the program name), writing results to stdout and
 // diagnostics to stderr, and returns the exit status: 0 success, 1 failure, 2 bad command line.
-// The name server list defaults to $NAMESRV_ADDR.
+// The name server list defaults to $NAMESRV_ADDR; with $ROCKETMQ_ACCESS_KEY and
+// $ROCKETMQ_SECRET_KEY set, every request is signed with that ACL account.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, Usage())
@@ -155,7 +156,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !fs.Changed("namesrvAddr") {
 		g.namesrv = os.Getenv("NAMESRV_ADDR")
 	}
-	t := New(Config{NamesrvAddrs: ParseNamesrvAddrs(g.namesrv), Timeout: g.timeout, Format: g.output, Out: stdout, Err: stderr})
+	// Credentials come from the environment, never from flags (which other users can see).
+	t := New(Config{NamesrvAddrs: ParseNamesrvAddrs(g.namesrv), Timeout: g.timeout, Format: g.output, Out: stdout, Err: stderr,
+		AccessKey: os.Getenv(EnvAccessKey), SecretKey: os.Getenv(EnvSecretKey)})
 	defer t.Close()
 	if err := run(ctx, t); err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", name, err)
@@ -181,3 +184,10 @@ func required(fs *pflag.FlagSet, names ...string) error {
 	}
 	return nil
 }
+
+// Environment variables holding the ACL account mqadmin signs with (brokers and name servers
+// with aclEnable); admin commands need an admin account.
+const (
+	EnvAccessKey = "ROCKETMQ_ACCESS_KEY"
+	EnvSecretKey = "ROCKETMQ_SECRET_KEY"
+)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"rocketraft/acl"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -36,6 +37,9 @@ type Config struct {
 	Out, Err io.Writer
 	// Location renders timestamps in tables; nil means time.Local.
 	Location *time.Location
+	// AccessKey and SecretKey sign every request (brokers and name servers with aclEnable);
+	// empty means unsigned. Admin commands need an admin account.
+	AccessKey, SecretKey string
 }
 
 // Tool runs admin commands against name servers and brokers.
@@ -61,7 +65,16 @@ func New(cfg Config) *Tool {
 	if cfg.Location == nil {
 		cfg.Location = time.Local
 	}
-	return &Tool{cfg: cfg, client: remoting.NewClient(remoting.ClientConfig{DialTimeout: cfg.Timeout})}
+	cc := remoting.ClientConfig{DialTimeout: cfg.Timeout}
+	if cfg.AccessKey != "" {
+		cc.BeforeRequest = func(req *remoting.Command) {
+			if req.ExtFields == nil {
+				req.ExtFields = map[string]string{}
+			}
+			acl.Sign(req.ExtFields, req.Body, cfg.AccessKey, cfg.SecretKey)
+		}
+	}
+	return &Tool{cfg: cfg, client: remoting.NewClient(cc)}
 }
 
 // Close drops every connection.

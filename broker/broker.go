@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/acl"
 	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
 	"rocketraft/config"
@@ -74,6 +75,10 @@ type Broker struct {
 	// ha is classic master/slave replication (ha.go): the HA server of a master (or of a
 	// DLedger leader serving legacy slaves), the HA client and metadata copy of a slave.
 	ha haState
+	// acl checks every request when aclEnable is set (acl.go); nil otherwise. rt holds the
+	// keys UPDATE_BROKER_CONFIG may change at runtime (brokerconfig.go).
+	acl *acl.Store
+	rt  runtimeConfig
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -95,6 +100,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stats:       newStats(),
 	}
 	b.longPoll = newLongPoll(b)
+	if err := b.openACL(); err != nil {
+		return nil, err
+	}
 	b.txn = newTxnService(b)
 	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
@@ -140,9 +148,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client")})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook()})
 	if b.raft != nil {
-		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client")})
+		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook()})
 		b.offsetBatch = newOffsetBatcher(func(ctx context.Context, offs []fsm.OffsetCommit) error {
 			return b.proposeMeta(ctx, &fsm.MetaOp{Op: fsm.OpCommitOffsets, Offsets: offs})
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
@@ -220,12 +228,16 @@ func (b *Broker) storeConfig() storage.Config {
 // periodic tasks.
 func (b *Broker) Start() error {
 	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.ListenPort))
-	b.server = remoting.NewServer(remoting.ServerConfig{
+	sc := remoting.ServerConfig{
 		Addr:        addr,
 		Logger:      b.logger.Named("remoting"),
 		IdleTimeout: 120 * time.Second,
 		OnRequest:   b.metrics.rpc.Observe,
-	})
+	}
+	if b.acl != nil {
+		sc.Intercept = b.checkACL
+	}
+	b.server = remoting.NewServer(sc)
 	b.registerHandlers(b.server)
 	b.server.OnDisconnect(b.clients.ConnClosed)
 	if err := b.server.Start(); err != nil {
@@ -260,6 +272,13 @@ func (b *Broker) Start() error {
 	b.startScheduler()
 	b.wg.Add(1)
 	go b.txnCheckLoop() // transactions: checks only while this node is the master (txncheck.go)
+	if b.acl != nil {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			b.acl.Watch(aclReloadInterval, b.stop)
+		}()
+	}
 	b.logger.Info("broker started", "cluster", b.cfg.BrokerClusterName, "broker", b.cfg.BrokerName,
 		"brokerId", b.brokerID(), "role", b.roleName(), "dleger", b.cfg.EnableDLegerCommitLog, "addr", b.brokerAddr,
 		"store", b.cfg.StorePathRootDir, "flush", b.cfg.FlushDiskType, "namesrv", b.cfg.NamesrvAddr)

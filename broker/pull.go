@@ -34,7 +34,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if p.ConsumerGroup == "" || p.Topic == "" {
 		return fail(remoting.SystemError, "bad pull header: consumerGroup and topic are required")
 	}
-	if !protocol.IsReadable(int32(b.cfg.BrokerPermission)) {
+	if !protocol.IsReadable(b.brokerPermission()) {
 		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
 	}
 	gc, err := b.groupOrCreate(p.ConsumerGroup)
@@ -173,7 +173,7 @@ func filterByProperties(res *storage.GetResult, sub *clients.Subscription) {
 // peer index + 1, and the client tries the next id when that one is the master's), and anyone else
 // to the group's brokerId (default 0), which also sends a caught-up reader back from a slave.
 func (b *Broker) suggestBroker(group string, res *storage.GetResult, commitLogEnd int64) int64 {
-	if !b.cfg.SlaveReadEnable {
+	if !b.slaveReadEnabled() {
 		return protocol.MasterID
 	}
 	slow, normal := int64(1), int64(protocol.MasterID)

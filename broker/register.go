@@ -65,7 +65,7 @@ func (b *Broker) registerLoop() {
 // broker's permission (how a broker is drained).
 func (b *Broker) registrationBody() []byte {
 	w := b.topics.Wrapper()
-	perm := int32(b.cfg.BrokerPermission)
+	perm := b.brokerPermission()
 	if !protocol.IsReadable(perm) || !protocol.IsWriteable(perm) {
 		for _, tc := range w.TopicConfigTable {
 			tc.Perm = perm

@@ -69,7 +69,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if len(h.Properties) > message.MaxPropertiesLength {
 		return fail(remoting.MessageIllegal, "the message properties length %d exceeds %d", len(h.Properties), message.MaxPropertiesLength)
 	}
-	if !protocol.IsWriteable(int32(b.cfg.BrokerPermission)) {
+	if !protocol.IsWriteable(b.brokerPermission()) {
 		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 

@@ -92,7 +92,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if gc == nil {
 		return fail(remoting.SubscriptionGroupNotExist, "subscription group not exist, %s", h.Group)
 	}
-	if !protocol.IsWriteable(int32(b.cfg.BrokerPermission)) {
+	if !protocol.IsWriteable(b.brokerPermission()) {
 		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 	if gc.RetryQueueNums <= 0 {

@@ -131,6 +131,16 @@ type Broker struct {
 	DLegerTrailingLogs     int64 `prop:"dLegerTrailingLogs"`     // entries kept in the log after a snapshot; a node further behind gets the snapshot
 	DLegerWalSegmentSizeMB int64 `prop:"dLegerWalSegmentSizeMB"` // raft-wal segment size, MiB (the log is truncated in whole segments)
 
+	// Access control (acl/; README "ACL"). aclEnable is RocketMQ's key; RocketMQ reads the
+	// accounts from conf/plain_acl.yml, here aclConfigFile names the file (required with
+	// aclEnable). accessKey/secretKey (ours) are the broker's own account, which signs its
+	// requests to name servers (REGISTER_BROKER) and to its Raft leader (forwarded writes): an
+	// admin account of the ACL files there. No credentials are built in.
+	AclEnable     bool   `prop:"aclEnable"`     // default false
+	AclConfigFile string `prop:"aclConfigFile"` // plain_acl.yml-compatible file, reloaded when it changes
+	AccessKey     string `prop:"accessKey"`     // the broker's own access key; "" = sign nothing
+	SecretKey     string `prop:"secretKey"`     // its secret key
+
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
 }

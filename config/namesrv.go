@@ -24,6 +24,12 @@ type Namesrv struct {
 	KvConfigPath string `prop:"kvConfigPath"`
 	// OrderMessageEnable serves orderTopicConf from the KV namespace ORDER_TOPIC_CONFIG.
 	OrderMessageEnable bool `prop:"orderMessageEnable"`
+	// AclEnable (RocketMQ's key name): brokers' registrations, unregistrations and the other
+	// route and KV writes need a request signed by an admin account of AclConfigFile. Reads
+	// (routes, cluster info) stay open: clients need them before anything else.
+	AclEnable bool `prop:"aclEnable"`
+	// AclConfigFile is the plain_acl.yml-compatible accounts file (required with AclEnable).
+	AclConfigFile string `prop:"aclConfigFile"`
 	// LogLevel (ours): debug | info | warn | error. Default info.
 	LogLevel string `prop:"logLevel"`
 	// HTTPPort (ours) serves Prometheus metrics on /metrics at this port, on listenAddr's host.
@@ -94,6 +100,9 @@ func (n *Namesrv) Validate() error {
 	}
 	if n.ScanNotActiveBrokerInterval <= 0 {
 		errs = append(errs, keyErr("scanNotActiveBrokerInterval", "must be > 0, got %d", n.ScanNotActiveBrokerInterval))
+	}
+	if n.AclEnable && n.AclConfigFile == "" {
+		errs = append(errs, keyErr("aclConfigFile", "aclEnable=true needs the accounts file (plain_acl.yml format)"))
 	}
 	if !validLogLevel(n.LogLevel) {
 		errs = append(errs, keyErr("logLevel", "must be debug, info, warn or error, got %q", n.LogLevel))

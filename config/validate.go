@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"rocketraft/acl"
 )
 
 // Validate checks every key and returns all problems joined (each a *KeyError naming its key),
@@ -129,6 +131,7 @@ func (b *Broker) Validate() error {
 	if _, err := parseDeleteWhen(b.DeleteWhen); err != nil {
 		errs = append(errs, err)
 	}
+	b.validateACL(add)
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
 	}
@@ -319,4 +322,25 @@ func splitList(s string) []string {
 
 func joinHostPort(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// validateACL checks the access-control keys: a file with aclEnable, both halves of the
+// broker's own key pair and real (non-placeholder) keys, and an account for a DLedger node,
+// which must sign the writes it forwards to its leader.
+func (b *Broker) validateACL(add func(key, format string, args ...any)) {
+	if b.AclEnable && strings.TrimSpace(b.AclConfigFile) == "" {
+		add("aclConfigFile", "aclEnable=true needs the accounts file (plain_acl.yml format)")
+	}
+	switch {
+	case b.AccessKey == "" && b.SecretKey == "":
+		if b.AclEnable && b.EnableDLegerCommitLog {
+			add("accessKey", "with aclEnable a DLedger node signs the writes it forwards to its leader: set accessKey and secretKey to an admin account of the ACL file")
+		}
+	case b.AccessKey == "" || b.SecretKey == "":
+		add("accessKey", "accessKey and secretKey must be set together")
+	default:
+		if err := acl.CheckCredentials(b.AccessKey, b.SecretKey); err != nil {
+			add("secretKey", "%v", err)
+		}
+	}
 }

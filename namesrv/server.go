@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/acl"
 	"rocketraft/metrics"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -30,6 +31,8 @@ type Config struct {
 	OrderMessageEnable bool
 	// HTTPAddr, if set, serves Prometheus metrics on /metrics there (metrics.go); "" = off.
 	HTTPAddr string
+	// ACL, when set, turns access control on: see acl.go.
+	ACL *acl.Store
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -86,10 +89,14 @@ func New(cfg Config) (*Server, error) {
 		log:    cfg.Logger,
 		routes: NewRouteTable(cfg.Now, cfg.BrokerExpiry),
 		kv:     kv,
-		remote: remoting.NewServer(remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}),
 		rpc:    rpc,
 		stop:   make(chan struct{}),
 	}
+	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}
+	if cfg.ACL != nil {
+		rc.Intercept = s.checkACL
+	}
+	s.remote = remoting.NewServer(rc)
 	for code, h := range s.handlers() {
 		s.remote.Handle(code, h)
 	}
@@ -132,6 +139,13 @@ func (s *Server) Start() error {
 	}
 	s.wg.Add(1)
 	go s.scanLoop()
+	if s.cfg.ACL != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.cfg.ACL.Watch(aclReloadInterval, s.stop)
+		}()
+	}
 	s.log.Info("name server started", "addr", s.remote.Addr())
 	return nil
 }

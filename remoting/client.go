@@ -19,6 +19,9 @@ type ClientConfig struct {
 	// Handlers serve requests the peer sends back on the connection (for
 	// example a broker calling a client); codes without one are refused.
 	Handlers map[int32]Handler
+	// BeforeRequest, when set, is applied to every request just before it is encoded, on every
+	// connection of the client (signing with an ACL account).
+	BeforeRequest func(*Command)
 }
 
 // Client keeps one connection per remote address, as RocketMQ clients do, and
@@ -69,6 +72,7 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 		_ = tc.SetNoDelay(true)
 	}
 	conn := newConn(nc, handlerTable(c.cfg.Handlers), c.cfg.Logger, DefaultMaxFrameSize, 0)
+	conn.beforeRequest = c.cfg.BeforeRequest
 	c.mu.Lock()
 	if existing, ok := c.conns[addr]; ok && !isDone(existing) {
 		c.mu.Unlock()

@@ -47,6 +47,10 @@ type Conn struct {
 	idle     time.Duration
 	// onRequest is ServerConfig.OnRequest (nil on client connections).
 	onRequest func(code, respCode int32, elapsed time.Duration)
+	// intercept (server side) checks requests before their handler; beforeRequest (client
+	// side) adjusts outgoing requests. Both are set right after newConn, before serve.
+	intercept     Handler
+	beforeRequest func(*Command)
 
 	out       chan []byte
 	closed    chan struct{}
@@ -134,6 +138,9 @@ func (c *Conn) write(frame []byte) error {
 func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	req.Opaque = nextOpaque.Add(1)
 	req.Flag &^= FlagResponse
+	if c.beforeRequest != nil {
+		c.beforeRequest(req)
+	}
 	ch := make(chan *Command, 1)
 	c.mu.Lock()
 	select {
@@ -168,6 +175,9 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 func (c *Conn) InvokeOneway(req *Command) error {
 	req.Opaque = nextOpaque.Add(1)
 	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
+	if c.beforeRequest != nil {
+		c.beforeRequest(req)
+	}
 	frame, err := Encode(req)
 	if err != nil {
 		return fmt.Errorf("encode oneway request code %d: %w", req.Code, err)
@@ -339,15 +349,20 @@ func (c *Conn) dispatch(req *Command) {
 }
 
 func (c *Conn) handle(req *Command) (resp *Command) {
-	h, ok := c.handlers[req.Code]
-	if !ok {
-		return req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
-	}
 	defer func() {
 		if r := recover(); r != nil {
 			c.logger.Error("handler panicked", "code", req.Code, "remote", c.RemoteAddr(), "panic", r)
 			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
 		}
 	}()
+	if c.intercept != nil {
+		if refused := c.intercept(c, req); refused != nil {
+			return refused
+		}
+	}
+	h, ok := c.handlers[req.Code]
+	if !ok {
+		return req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
+	}
 	return h(c, req)
 }

@@ -26,6 +26,9 @@ type ServerConfig struct {
 	// knows nothing of Prometheus. It runs on the serving goroutine and must be cheap. Requests
 	// answered later through Conn.Reply (long polling) and oneway requests are not reported.
 	OnRequest func(code, respCode int32, elapsed time.Duration)
+	// Intercept, when set, sees every request before its handler (access control): a non-nil
+	// result is sent as the answer and the handler is not run.
+	Intercept Handler
 }
 
 // Server accepts remoting connections and serves registered handlers.
@@ -123,6 +126,7 @@ func (s *Server) acceptLoop() {
 		}
 		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
 		c.onRequest = s.cfg.OnRequest
+		c.intercept = s.cfg.Intercept
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

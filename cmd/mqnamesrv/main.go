@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/acl"
 	"rocketraft/config"
 	"rocketraft/namesrv"
 )
@@ -34,7 +35,16 @@ func run() int {
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
 	}
+	var store *acl.Store
+	if cfg.AclEnable {
+		if store, err = acl.OpenStore(cfg.AclConfigFile, logger.Named("acl")); err != nil {
+			logger.Error("cannot load the ACL file (aclEnable=true)", "error", err)
+			return 1
+		}
+		logger.Info("ACL on: registrations and route/KV writes need an admin signature", "file", cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
+	}
 	srv, err := namesrv.New(namesrv.Config{
+		ACL:                store,
 		ListenAddr:         cfg.ListenAddr,
 		BrokerExpiry:       cfg.BrokerExpiryDuration(),
 		ScanInterval:       cfg.ScanInterval(),
