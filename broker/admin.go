@@ -366,6 +366,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	s.Handle(remoting.ConsumerSendMsgBack, b.handleSendBack)        // sendback.go
 	s.Handle(remoting.GetAllDelayOffset, b.handleGetAllDelayOffset) // schedule.go
 	b.registerOffsetHandlers(s)
+	b.registerPopHandlers(s) // pop.go
 	b.registerRaftAdminHandlers(s)
 	s.Handle(remoting.HeartBeat, b.handleHeartbeat)
 	s.Handle(remoting.EndTransaction, b.handleEndTransaction) // transaction.go

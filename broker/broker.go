@@ -79,6 +79,8 @@ type Broker struct {
 	// keys UPDATE_BROKER_CONFIG may change at runtime (brokerconfig.go).
 	acl *acl.Store
 	rt  runtimeConfig
+	// pop is POP consumption's in-flight table (pop.go, popstate.go).
+	pop *popService
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -127,6 +129,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("open consumer offsets: %w", err)
 	}
 	if err := b.openSchedule(configDir); err != nil {
+		return nil, err
+	}
+	if b.pop, err = newPopService(b, configDir, !cfg.EnableDLegerCommitLog); err != nil {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
@@ -322,6 +327,9 @@ func (b *Broker) Close() error {
 			b.logger.Error("persist consumer offsets at shutdown", "error", perr)
 		}
 		_ = b.delayOffsets.Persist() // logged by the table
+		if perr := b.pop.persist(); perr != nil {
+			b.logger.Error("persist POP state at shutdown", "error", perr)
+		}
 		if b.raft != nil {
 			err = b.raft.close()
 		} else {
@@ -346,6 +354,9 @@ func (b *Broker) housekeeping() {
 		case <-offsetTick.C:
 			if err := b.offsets.Persist(); err != nil {
 				b.logger.Error("persist consumer offsets", "error", err)
+			}
+			if err := b.pop.persist(); err != nil {
+				b.logger.Error("persist POP state", "error", err)
 			}
 		case now := <-scanTick.C:
 			b.clients.ScanExpired(now)

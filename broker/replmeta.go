@@ -9,6 +9,7 @@ import (
 
 	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
+	"rocketraft/broker/pop"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -61,6 +62,7 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 			b.triggerRegister()
 		}
 		b.offsets.DeleteTopic(op.Name)
+		b.pop.table.DeleteTopic(op.Name)
 	case fsm.OpPutGroup:
 		if op.Group == nil || op.Group.GroupName == "" {
 			return fmt.Errorf("%w: group config without a name", meta.ErrInvalid)
@@ -69,6 +71,7 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 	case fsm.OpDeleteGroup:
 		_, _ = b.groups.DeleteAt(op.Name, now)
 		b.offsets.DeleteGroup(op.Name)
+		b.pop.table.DeleteGroup(op.Name)
 	case fsm.OpCommitOffsets:
 		// Overwrite in log order, as classic mode's Commit: an offset may legitimately move back
 		// (an operator's reset). Every replica applies the same sequence, so they agree.
@@ -79,14 +82,16 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 		b.clients.GrantLocks(op.Lock.Group, op.Lock.ClientID, op.Lock.Queues, now)
 	case fsm.OpUnlockQueues:
 		b.clients.UnlockBatch(op.Lock.Group, op.Lock.ClientID, op.Lock.Queues)
+	case fsm.OpPopMessages, fsm.OpPopAck, fsm.OpPopChange:
+		return b.pop.apply(op)
 	default:
 		return fmt.Errorf("unknown metadata op %q", op.Op)
 	}
 	return nil
 }
 
-// SnapshotMeta serializes the tables: topics, groups, consumer offsets and the delay
-// scheduler's progress (schedule.go).
+// SnapshotMeta serializes the tables: topics, groups, consumer offsets, the delay
+// scheduler's progress (schedule.go), queue locks and the POP in-flight table (popstate.go).
 func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
 	b := a.b
 	topics, err := protocol.Encode(b.topics.Wrapper())
@@ -109,8 +114,13 @@ func (a metaApplier) SnapshotMeta() ([]fsm.MetaFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode queue locks: %w", err)
 	}
+	pops, err := json.Marshal(b.pop.table)
+	if err != nil {
+		return nil, fmt.Errorf("encode POP state: %w", err)
+	}
 	return []fsm.MetaFile{{Name: metaTopicsFile, Data: topics}, {Name: metaGroupsFile, Data: groups},
-		{Name: metaOffsetsFile, Data: offsets}, {Name: delayOffsetFile, Data: delays}, {Name: metaLocksFile, Data: locks}}, nil
+		{Name: metaOffsetsFile, Data: offsets}, {Name: delayOffsetFile, Data: delays}, {Name: metaLocksFile, Data: locks},
+		{Name: metaPopFile, Data: pops}}, nil
 }
 
 // RestoreMeta replaces the tables with a snapshot's (nil: empty tables), then adds this
@@ -124,6 +134,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	var ow protocol.ConsumerOffsetSerializeWrapper
 	var dw meta.DelayOffsetWrapper
 	var locks []clients.LockRecord
+	var pops []pop.QueueRecord
 	for _, f := range files {
 		var err error
 		switch f.Name {
@@ -137,6 +148,8 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 			err = protocol.Decode(f.Data, &dw)
 		case metaLocksFile:
 			err = json.Unmarshal(f.Data, &locks)
+		case metaPopFile:
+			err = json.Unmarshal(f.Data, &pops)
 		default:
 			b.logger.Warn("snapshot holds an unknown metadata file; ignored", "name", f.Name)
 		}
@@ -150,6 +163,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	b.offsets.ReplaceAll(ow)
 	b.delayOffsets.ReplaceAll(dw)
 	b.clients.RestoreLocks(locks)
+	b.pop.table.Restore(pops)
 	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.UnixMilli(tw.DataVersion.Timestamp)); err != nil {
 		b.logger.Warn("system topics after a metadata restore", "error", err)
 	}

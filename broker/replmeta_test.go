@@ -38,6 +38,9 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	if b.delayOffsets, err = meta.OpenDelayOffsets(filepath.Join(dir, "delayOffset.json"), nil); err != nil {
 		t.Fatal(err)
 	}
+	if b.pop, err = newPopService(b, dir, false); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 

@@ -128,6 +128,15 @@ const (
 	OpLockQueues = "lockQueues"
 	// OpUnlockQueues releases those of MetaOp.Lock's queues its client holds (UNLOCK_BATCH_MQ).
 	OpUnlockQueues = "unlockQueues"
+	// OpPopMessages records one POP_MESSAGE of one queue (MetaOp.Pop: Offsets handed out at
+	// PopTime for InvisibleTime, the queue's next new offset Next, From for a queue the group
+	// never popped, Dropped in-flight offsets whose messages are gone). See broker/pop.
+	OpPopMessages = "popMessages"
+	// OpPopAck consumes the POP checkpoint (MetaOp.Pop: Offsets[0], PopTime) (ACK_MESSAGE).
+	OpPopAck = "popAck"
+	// OpPopChange moves the POP checkpoint (Offsets[0], PopTime) to MetaOp.Now, invisible for
+	// InvisibleTime (CHANGE_MESSAGE_INVISIBLETIME).
+	OpPopChange = "popChange"
 )
 
 // MetaOp is one metadata operation. Its effect depends only on its fields and the tables' state:
@@ -141,6 +150,20 @@ type MetaOp struct {
 	Name    string                            `json:"name,omitempty"`
 	Offsets []OffsetCommit                    `json:"offsets,omitempty"`
 	Lock    *QueueLock                        `json:"lock,omitempty"`
+	Pop     *PopOp                            `json:"pop,omitempty"`
+}
+
+// PopOp is the subject of the POP operations: one queue of one consumer group.
+type PopOp struct {
+	Group         string  `json:"group"`
+	Topic         string  `json:"topic"`
+	QueueID       int32   `json:"queueId"`
+	From          int64   `json:"from,omitempty"`
+	Next          int64   `json:"next,omitempty"`
+	Offsets       []int64 `json:"offsets,omitempty"`
+	Dropped       []int64 `json:"dropped,omitempty"`
+	PopTime       int64   `json:"popTime"`
+	InvisibleTime int64   `json:"invisibleTime,omitempty"`
 }
 
 // QueueLock is the subject of OpLockQueues and OpUnlockQueues: one client's queues in one
@@ -186,6 +209,17 @@ func (op *MetaOp) validate() error {
 	case OpLockQueues, OpUnlockQueues:
 		if op.Lock == nil || op.Lock.Group == "" || op.Lock.ClientID == "" || len(op.Lock.Queues) == 0 {
 			return fmt.Errorf("%s without a group, client id or queues", op.Op)
+		}
+	case OpPopMessages, OpPopAck, OpPopChange:
+		p := op.Pop
+		if p == nil || p.Group == "" || p.Topic == "" || p.QueueID < 0 {
+			return fmt.Errorf("%s without a group, topic or queue id", op.Op)
+		}
+		if op.Op != OpPopMessages && len(p.Offsets) != 1 {
+			return fmt.Errorf("%s needs exactly one offset", op.Op)
+		}
+		if op.Op != OpPopAck && p.InvisibleTime <= 0 {
+			return fmt.Errorf("%s without an invisible time", op.Op)
 		}
 	default:
 		return fmt.Errorf("unknown op %q", op.Op)

@@ -28,7 +28,9 @@
 //
 // Ops: putTopic {topic}, deleteTopic {name}, putGroup {group}, deleteGroup {name},
 // commitOffsets {offsets}, lockQueues and unlockQueues {lock: {group, clientId, queues}}
-// (orderly-consumption locks, granted as of "now"). "now" is the leader's clock at proposal time; it is the only time an
+// (orderly-consumption locks, granted as of "now"), popMessages, popAck and popChange {pop: {group,
+// topic, queueId, from, next, offsets, dropped, popTime, invisibleTime}} (POP consumption's
+// in-flight table, broker/pop). "now" is the leader's clock at proposal time; it is the only time an
 // op may use. Unknown members are rejected, so an entry from a newer version is not half applied.
 //
 // KindScheduleDeliver (4): one step of the broker's delay scheduler, laid out in
