@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// startHTTP serves operational endpoints on httpPort (0 = off): /status with
-// the broker's identity and store figures as JSON, /metrics for Prometheus
+// startHTTP serves operational endpoints on httpPort (0 = off): / (and /ui), an
+// HTML status page (statuspage.go); /status with the broker's identity, store
+// figures, topics and consumer lag as JSON, /metrics for Prometheus
 // (metrics.go), and Go's /debug/pprof so a CPU profile can be taken from a
 // running broker under load.
 func (b *Broker) startHTTP() error {
@@ -24,6 +25,7 @@ func (b *Broker) startHTTP() error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.Handle("/metrics", b.metrics.registry.Handler())
+	registerStatusPage(mux) // statuspage.go: GET / and /ui
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
 		st, err := b.storeStats()
 		w.Header().Set("Content-Type", "application/json")
@@ -35,6 +37,7 @@ func (b *Broker) startHTTP() error {
 		if err != nil {
 			status["storeError"] = err.Error()
 		}
+		b.addStatusLists(status) // statuspage.go: topics, consumer groups and lag
 		if b.raft != nil {
 			// The same record mqadmin raftStatus gets over remoting.
 			status["raftStatus"] = b.raftStatus()

@@ -53,8 +53,9 @@ func (t *RouteTable) sizes() (clusters, groups, brokers, topics int) {
 	return len(t.clusterAddrTable), len(t.brokerAddrTable), len(t.brokerLiveTable), len(t.topicQueueTable)
 }
 
-// startHTTP serves /metrics on cfg.HTTPAddr (nothing when it is empty). It runs after the
-// remoting server listens, so node_id is the real remoting address.
+// startHTTP serves /metrics and the status page (statuspage.go) on cfg.HTTPAddr (nothing when
+// it is empty). It runs after the remoting server listens, so node_id is the real remoting
+// address.
 func (s *Server) startHTTP() error {
 	if s.cfg.HTTPAddr == "" {
 		return nil
@@ -69,6 +70,8 @@ func (s *Server) startHTTP() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", reg.Handler())
+	s.page = newStatusPage(s) // statuspage.go: GET / and /cluster
+	s.page.register(mux)
 	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.httpLn = ln
 	s.wg.Add(1)
@@ -94,5 +97,8 @@ func (s *Server) HTTPAddr() string {
 func (s *Server) stopHTTP() {
 	if s.http != nil {
 		_ = s.http.Close()
+	}
+	if s.page != nil {
+		s.page.close()
 	}
 }

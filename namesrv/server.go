@@ -29,7 +29,8 @@ type Config struct {
 	KvConfigPath string
 	// OrderMessageEnable fills a route's orderTopicConf from KV namespace ORDER_TOPIC_CONFIG.
 	OrderMessageEnable bool
-	// HTTPAddr, if set, serves Prometheus metrics on /metrics there (metrics.go); "" = off.
+	// HTTPAddr, if set, serves Prometheus metrics on /metrics there (metrics.go) and the
+	// cluster status page on / and /cluster (statuspage.go); "" = off.
 	HTTPAddr string
 	// ACL, when set, turns access control on: see acl.go.
 	ACL *acl.Store
@@ -70,6 +71,7 @@ type Server struct {
 	rpc    *metrics.RPC // request latency, fed by remote's OnRequest
 	http   *http.Server // nil unless HTTPAddr is set
 	httpLn net.Listener
+	page   *statusPage // the status page's broker client; nil unless HTTPAddr is set
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
