@@ -148,6 +148,8 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		}
 	case remoting.HeartBeat:
 		return heartbeatResources(req.Body)
+	case codePopMessage, codeAckMessage, codeChangeInvisibleTime:
+		return []acl.Resource{acl.Topic(ext("topic"), acl.Sub), acl.Group(ext("consumerGroup"), acl.Sub)}
 	}
 	return nil
 }
