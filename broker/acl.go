@@ -38,6 +38,7 @@ var adminCodes = map[int32]bool{
 	remoting.UpdateAndCreateTopic: true,
 	18:                            true, // UPDATE_AND_CREATE_TOPIC_LIST
 	remoting.UpdateBrokerConfig:   true,
+	remoting.GetBrokerConfig:      true, // store paths, ports and accounts are an operator's business
 	remoting.DeleteTopicInBroker:  true,
 	remoting.UpdateAndCreateSubscriptionGroup: true,
 	remoting.DeleteSubscriptionGroup:          true,

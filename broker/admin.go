@@ -398,6 +398,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	s.Handle(remoting.QueryTopicConsumeByWho, b.handleConsumedByWho)
 	s.Handle(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
 	s.Handle(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig) // brokerconfig.go: allow-listed keys only
+	s.Handle(remoting.GetBrokerConfig, b.handleGetBrokerConfig)       // getbrokerconfig.go: secrets redacted
 	s.Handle(remoting.CheckClientConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		var body protocol.CheckClientConfigBody
 		if err := protocol.Decode(req.Body, &body); err != nil {

@@ -81,6 +81,8 @@ type Broker struct {
 	rt  runtimeConfig
 	// pop is POP consumption's in-flight table (pop.go, popstate.go).
 	pop *popService
+	// sd is what a graceful shutdown drains (shutdown.go).
+	sd shutdownState
 
 	registerNow chan struct{}
 	role        roleState // DLedger mode: what Raft says this node is
@@ -237,10 +239,8 @@ func (b *Broker) Start() error {
 		Addr:        addr,
 		Logger:      b.logger.Named("remoting"),
 		IdleTimeout: 120 * time.Second,
-		OnRequest:   b.metrics.rpc.Observe,
-	}
-	if b.acl != nil {
-		sc.Intercept = b.checkACL
+		OnRequest:   b.observe,   // shutdown.go: metrics and the in-flight count
+		Intercept:   b.intercept, // shutdown.go: ACL, and the sends a shutdown drains
 	}
 	b.server = remoting.NewServer(sc)
 	b.registerHandlers(b.server)
@@ -302,8 +302,9 @@ func listenHost(ip string) string {
 // Addr is the address clients use (brokerIP1:port).
 func (b *Broker) Addr() string { return b.brokerAddr }
 
-// Close unregisters from the name servers, stops serving and closes the store
-// cleanly (so the next start needs no crash recovery).
+// Close shuts down gracefully (the order is explained in shutdown.go): leadership hand-off,
+// unregistration, a drain of the clients still sending here, the in-flight sends, then the
+// store is flushed and closed cleanly (so the next start needs no crash recovery).
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
@@ -312,10 +313,15 @@ func (b *Broker) Close() error {
 			b.offsetBatch.close()
 			b.raft.handOff(b.logger)
 		}
+		if b.server != nil {
+			b.sd.draining.Store(true) // registerLoop registers no more
+			b.unregisterAll()
+			b.drainClients()
+			b.waitInflight()
+		}
 		close(b.stop)
 		b.stopHA()
 		if b.server != nil {
-			b.unregisterAll()
 			_ = b.server.Close()
 		}
 		b.wg.Wait()

@@ -46,6 +46,9 @@ func (b *Broker) registerLoop() {
 				}
 			}
 		}
+		if b.sd.draining.Load() {
+			continue // shutting down: unregistered, and staying so (shutdown.go)
+		}
 		if b.raft != nil && b.role.get() == roleUnknown {
 			// Nothing is registered before the first role decision (protocol doc §8.3);
 			// watchRole triggers a registration as soon as there is one.

@@ -25,7 +25,6 @@ type unsupportedCode struct {
 var unsupportedCodes = []unsupportedCode{
 	{13, "QUERY_BROKER_OFFSET", "a legacy request no client uses; use GET_MAX_OFFSET (30)"},
 	{18, "UPDATE_AND_CREATE_TOPIC_LIST", "a 5.x admin request; create topics one at a time with UPDATE_AND_CREATE_TOPIC (17)"},
-	{26, "GET_BROKER_CONFIG", "configuration is read at start from broker.properties and --key=value flags; GET_BROKER_RUNTIME_INFO (28) shows the runtime figures"},
 	{47, "GET_CLIENT_CONFIG", "a 5.x request; not supported"},
 	{50, "UPDATE_AND_CREATE_ACL_CONFIG", "ACL administration over the wire is not supported; edit the aclConfigFile, which the broker reloads when it changes"},
 	{51, "DELETE_ACL_CONFIG", "ACL administration over the wire is not supported; edit the aclConfigFile, which the broker reloads when it changes"},

@@ -143,6 +143,14 @@ type Broker struct {
 
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
+	// LogFormat (ours) picks the log encoding: text (hclog's line format) or json (one object
+	// per line, for log shippers).
+	LogFormat string `prop:"logFormat"` // text | json; default text
+	// ShutdownDrainMaxMillis (ours, DLedger mode) bounds how long a stopping node keeps serving
+	// (forwarding) the producers that still send to it after it handed leadership off and
+	// unregistered: they learn the new route only at their next refresh, every 30 s. It stops
+	// as soon as no send arrived for a second. 0 = no drain.
+	ShutdownDrainMaxMillis int64 `prop:"shutdownDrainMaxMillis"` // default 35000
 }
 
 // NewBroker returns a Broker holding RocketMQ's defaults (§12 of the protocol notes). Derived
@@ -213,7 +221,9 @@ func NewBroker() *Broker {
 
 		RegisterNameServerPeriod: 30000,
 
-		LogLevel: "info",
+		LogLevel:               "info",
+		LogFormat:              "text",
+		ShutdownDrainMaxMillis: 35000,
 	}
 }
 

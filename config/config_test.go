@@ -232,3 +232,26 @@ func TestPropertiesRoundTrip(t *testing.T) {
 		t.Errorf("round trip differs:\n%+v\n%+v", b, b2)
 	}
 }
+
+// GET_BROKER_CONFIG must never hand out the broker's secret key.
+func TestRedactedPropertiesHidesSecrets(t *testing.T) {
+	b := NewBroker()
+	b.AccessKey = "rocketmq2"
+	b.SecretKey = "topsecret"
+	out := RedactedProperties(b)
+	if strings.Contains(out, "topsecret") {
+		t.Fatalf("secret leaked:\n%s", out)
+	}
+	for _, want := range []string{"secretKey=" + Redacted + "\n", "accessKey=rocketmq2\n", "brokerName=", "logFormat=text\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestLogFormatValidated(t *testing.T) {
+	_, _, err := LoadBroker([]string{"--logFormat=xml"})
+	if err == nil || !strings.Contains(err.Error(), "logFormat") {
+		t.Fatalf("logFormat=xml: err = %v, want one naming logFormat", err)
+	}
+}

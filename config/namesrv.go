@@ -32,6 +32,8 @@ type Namesrv struct {
 	AclConfigFile string `prop:"aclConfigFile"`
 	// LogLevel (ours): debug | info | warn | error. Default info.
 	LogLevel string `prop:"logLevel"`
+	// LogFormat (ours): text or json (one object per line, for log shippers). Default text.
+	LogFormat string `prop:"logFormat"`
 	// HTTPPort (ours) serves Prometheus metrics on /metrics at this port, on listenAddr's host.
 	// Default 0 = off.
 	HTTPPort int `prop:"httpPort"`
@@ -49,6 +51,7 @@ func NewNamesrv() *Namesrv {
 		ScanNotActiveBrokerInterval: 5000,
 		KvConfigPath:                filepath.Join(home, "namesrv", "kvConfig.json"),
 		LogLevel:                    "info",
+		LogFormat:                   "text",
 	}
 }
 
@@ -103,6 +106,9 @@ func (n *Namesrv) Validate() error {
 	}
 	if n.AclEnable && n.AclConfigFile == "" {
 		errs = append(errs, keyErr("aclConfigFile", "aclEnable=true needs the accounts file (plain_acl.yml format)"))
+	}
+	if !validLogFormat(n.LogFormat) {
+		errs = append(errs, keyErr("logFormat", "must be text or json, got %q", n.LogFormat))
 	}
 	if !validLogLevel(n.LogLevel) {
 		errs = append(errs, keyErr("logLevel", "must be debug, info, warn or error, got %q", n.LogLevel))

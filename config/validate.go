@@ -135,6 +135,9 @@ func (b *Broker) Validate() error {
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
 	}
+	if !validLogFormat(b.LogFormat) {
+		add("logFormat", "must be text or json, got %q", b.LogFormat)
+	}
 	errs = append(errs, b.validateRaftTuning()...)
 	if b.EnableDLegerCommitLog {
 		errs = append(errs, b.validateDLeger()...)
@@ -305,6 +308,15 @@ func checkHostPort(a string) error {
 func validLogLevel(s string) bool {
 	switch strings.ToLower(s) {
 	case "debug", "info", "warn", "error":
+		return true
+	}
+	return false
+}
+
+// validLogFormat accepts logFormat's values; empty means text (configs built in code).
+func validLogFormat(s string) bool {
+	switch strings.ToLower(s) {
+	case "", "text", "json":
 		return true
 	}
 	return false

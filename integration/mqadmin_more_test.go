@@ -130,7 +130,7 @@ func TestMqadminMessageAndGroupCommands(t *testing.T) {
 		return nil
 	})
 
-	for _, code := range []int{26, 324, 200052, 4242} { // 25 is served (allow-listed keys, acl_test.go); 200050 is POP
+	for _, code := range []int{47, 324, 200052, 4242} { // 25 and 26 are served (allow-listed keys, acl_test.go; mqadmin_ops_test.go); 200050 is POP
 		resp, err := rawRequest(c.b.addr, code, nil, nil, 5*time.Second)
 		if err != nil || resp.Code != 3 {
 			t.Errorf("request code %d: %v %+v; want REQUEST_CODE_NOT_SUPPORTED (3)", code, err, resp)

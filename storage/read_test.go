@@ -54,6 +54,10 @@ func TestStats(t *testing.T) {
 	if st.PutMessageTimesTotal != 2 || st.CommitLogMaxOffset != s.CommitLogMaxOffset() || st.Queues != 2 || st.CommitLogFlushed != st.CommitLogMaxOffset || st.DiskFull {
 		t.Fatalf("stats %+v", st)
 	}
+	// /status shows the limit beside the usage (DiskRatio, DiskFull).
+	if st.DiskMaxUsedSpaceRatio != testConfig(vfs.NewMemFS()).DiskMaxUsedSpaceRatio || st.DiskMaxUsedSpaceRatio == 0 {
+		t.Fatalf("DiskMaxUsedSpaceRatio %d", st.DiskMaxUsedSpaceRatio)
+	}
 }
 
 func TestConfigValidation(t *testing.T) {

@@ -64,10 +64,13 @@ func (s *Store) recover(abnormal bool) error {
 
 	// 1-2: the end of valid data, and the torn tail.
 	boundary := false // TruncateTo is a record start
+	scan := newScanProgress(s.log, "recovery: checking the commitlog", walkFrom, last.start+s.cl.size)
 	end, err := s.cl.walk(walkFrom, func(phys int64, _ message.View) error {
+		scan.at(phys)
 		boundary = boundary || phys == s.cfg.TruncateTo
 		return nil
 	})
+	scan.done(end)
 	if err != nil {
 		return fmt.Errorf("walk commitlog: %w", err)
 	}
@@ -135,10 +138,12 @@ func (s *Store) recover(abnormal bool) error {
 
 	// 5: re-dispatch.
 	var hashes []int32
+	redo := newScanProgress(s.log, "recovery: re-dispatching", from, end)
 	_, err = s.cl.walk(from, func(phys int64, v message.View) error {
 		if phys >= end {
 			return nil
 		}
+		redo.at(phys)
 		if phys >= x && message.IsDispatchable(v.SysFlag()) {
 			if err := s.redispatchUnit(phys, v); err != nil {
 				return err
@@ -159,6 +164,7 @@ func (s *Store) recover(abnormal bool) error {
 	if err != nil {
 		return fmt.Errorf("re-dispatch from %d: %w", from, err)
 	}
+	redo.done(end)
 	clMin := s.cl.minOffset()
 	for _, q := range s.allQueues() {
 		q.recomputeMin(clMin)

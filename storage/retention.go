@@ -149,8 +149,11 @@ type Stats struct {
 	FlushRounds          int64
 	DiskRatio            float64 // percent of the store's file system in use
 	DiskFull             bool
-	WriteFailed          bool
-	Queues               int
+	// DiskMaxUsedSpaceRatio is the configured limit DiskRatio is compared with, so a status
+	// page shows how close the store is to refusing writes.
+	DiskMaxUsedSpaceRatio int
+	WriteFailed           bool
+	Queues                int
 }
 
 // Stats returns current figures.
@@ -162,15 +165,16 @@ func (s *Store) Stats() Stats {
 	}
 	s.qmu.RUnlock()
 	return Stats{
-		PutMessageTimesTotal: s.putCount.Load(),
-		PutMessageSizeTotal:  s.putBytes.Load(),
-		CommitLogMinOffset:   s.cl.minOffset(),
-		CommitLogMaxOffset:   s.cl.writePos.Load(),
-		CommitLogFlushed:     s.cl.flushed.Load(),
-		FlushRounds:          s.flushRounds.Load(),
-		DiskRatio:            float64(s.lastDiskUsed.Load()) / 100,
-		DiskFull:             s.diskFull.Load(),
-		WriteFailed:          s.failed() != nil,
-		Queues:               nq,
+		PutMessageTimesTotal:  s.putCount.Load(),
+		PutMessageSizeTotal:   s.putBytes.Load(),
+		CommitLogMinOffset:    s.cl.minOffset(),
+		CommitLogMaxOffset:    s.cl.writePos.Load(),
+		CommitLogFlushed:      s.cl.flushed.Load(),
+		FlushRounds:           s.flushRounds.Load(),
+		DiskRatio:             float64(s.lastDiskUsed.Load()) / 100,
+		DiskFull:              s.diskFull.Load(),
+		DiskMaxUsedSpaceRatio: s.cfg.DiskMaxUsedSpaceRatio,
+		WriteFailed:           s.failed() != nil,
+		Queues:                nq,
 	}
 }

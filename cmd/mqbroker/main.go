@@ -10,8 +10,6 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/hashicorp/go-hclog"
-
 	"rocketraft/broker"
 	"rocketraft/config"
 )
@@ -38,7 +36,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "mqbroker: %v\n", err)
 		return 2
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "mqbroker", Level: hclog.LevelFromString(cfg.LogLevel), Output: os.Stderr})
+	logger := config.NewLogger("mqbroker", cfg.LogLevel, cfg.LogFormat, os.Stderr)
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
 	}
@@ -53,6 +51,8 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The broker[%s, %s] boot success. namesrv=%s store=%s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr, cfg.StorePathRootDir)
+	fmt.Printf("cluster=%s role=%s brokerId=%d commitlog=%s httpPort=%d logFormat=%s\n",
+		cfg.BrokerClusterName, b.Role(), b.BrokerID(), cfg.StorePathCommitLog, cfg.HTTPPort, cfg.LogFormat)
 	if cfg.EnableDLegerCommitLog {
 		// The role (and so the registered brokerId) follows Raft; see the "role changed" log lines.
 		fmt.Printf("DLedger mode: group=%s self=%s peers=%s\n", cfg.DLegerGroup, cfg.DLegerSelfID, cfg.DLegerPeers)

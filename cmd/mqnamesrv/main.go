@@ -10,8 +10,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/hashicorp/go-hclog"
-
 	"rocketraft/acl"
 	"rocketraft/config"
 	"rocketraft/namesrv"
@@ -31,7 +29,7 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "mqnamesrv: %v\n", err)
 		return 2
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "mqnamesrv", Level: hclog.LevelFromString(cfg.LogLevel), Output: os.Stderr})
+	logger := config.NewLogger("mqnamesrv", cfg.LogLevel, cfg.LogFormat, os.Stderr)
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
 	}
@@ -62,6 +60,9 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON\n", srv.Addr())
+	if a := srv.HTTPAddr(); a != "" {
+		fmt.Printf("HTTP endpoints (/metrics): http://%s\n", a)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
