@@ -27,7 +27,8 @@ cleanup() {
 	for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
 		p="${pids[$i]}"
 		kill -TERM "$p" 2>/dev/null || true
-		for _ in $(seq 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		# A broker that led drains stale-route sends for up to 35 s (shutdownDrainMaxMillis).
+		for _ in $(seq 400); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 	done
 	echo "stopped."
