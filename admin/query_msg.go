@@ -9,7 +9,6 @@ package admin
 // VIEW_MESSAGE_BY_ID (33, header offset) goes straight to that address.
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,50 +35,14 @@ func (t *Tool) QueryMsgByKey(ctx context.Context, topic, key string, maxNum int,
 	if maxNum <= 0 {
 		maxNum = DefaultQueryMaxNum
 	}
-	rd, err := t.TopicRoute(ctx, topic)
-	if err != nil {
-		return nil, err
-	}
-	masters := RouteMasters(rd)
-	if len(masters) == 0 {
-		return nil, fmt.Errorf("%w in the route of topic %s", ErrNoMaster, topic)
-	}
-	ext := map[string]string{
-		"topic":             topic,
-		"key":               key,
-		"maxNum":            strconv.Itoa(maxNum),
-		"beginTimestamp":    strconv.FormatInt(begin, 10),
-		"endTimestamp":      strconv.FormatInt(end, 10),
-		"_UNIQUE_KEY_QUERY": "false",
-	}
-	var out []MessageInfo
-	var errs []error
-	for _, r := range t.callBrokers(ctx, masters, remoting.QueryMessage, ext, nil) {
-		if IsCode(r.Err, remoting.QueryNotFound) {
-			continue
-		}
-		if r.Err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.Broker.BrokerName, r.Err))
-			continue
-		}
-		msgs, err := message.DecodeRecords(r.Resp.Body)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("decode messages from %s: %w", r.Broker.Addr, err))
-		}
-		for _, m := range msgs {
-			info := NewMessageInfo(m)
-			if info.Topic == topic && slices.Contains(strings.Fields(info.Keys), key) {
-				out = append(out, info)
-			}
+	all, err := t.queryIndex(ctx, topic, key, false, maxNum, begin, end)
+	out := all[:0]
+	for _, info := range all { // the index matches key hashes: keep the messages whose KEYS hold key
+		if slices.Contains(strings.Fields(info.Keys), key) {
+			out = append(out, info)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return out, fmt.Errorf("query topic %s by key %s: %w", topic, key, err)
-	}
-	slices.SortFunc(out, func(a, b MessageInfo) int {
-		return cmp.Or(cmp.Compare(a.StoreTimestamp, b.StoreTimestamp), cmp.Compare(a.OffsetMsgID, b.OffsetMsgID))
-	})
-	return out, nil
+	return out, err
 }
 
 // QueryMsgByID fetches the message with the given offset message id from the broker that stored it.
