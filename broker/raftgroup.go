@@ -29,6 +29,7 @@ type raftGroup struct {
 	node    *dledger.Node
 	batcher *appendBatcher
 	selfID  string
+	group   string // dLegerGroup, for messages
 	// readCtx bounds readers waiting in acquire for a restore's new store; close cancels it.
 	readCtx   context.Context
 	stopReads context.CancelFunc
@@ -113,7 +114,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		_ = f.Close()
 		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
 	}
-	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, index: index, peers: peers}
+	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{})
 	logger.Info("raft group member open", "group", cfg.DLegerGroup, "self", cfg.DLegerSelfID,
@@ -156,6 +157,9 @@ func splitApplyResult(resp any, n int) ([]dledger.Result[[]storage.AppendResult]
 // Append submits one send's records as one batcher item and returns their results once the
 // entry is committed and applied on this node.
 func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.AppendResult, error) {
+	if err := rg.checkSpace(records); err != nil {
+		return nil, err
+	}
 	res, err := rg.batcher.Submit(ctx, records)
 	if err != nil {
 		return nil, fmt.Errorf("replicated append: %w", err)
@@ -164,6 +168,28 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 		return nil, fmt.Errorf("replicated append: %d results for %d records", len(res), len(records))
 	}
 	return res, nil
+}
+
+// checkSpace is DLedger mode's "disk full" refusal, taken on the leader before records are
+// proposed: storage.Store.CheckDiskSpace on the leader's store (usage over
+// diskMaxUsedSpaceRatio, as classic mode's Append refuses), so Append refuses in both modes alike.
+// Once proposed, an entry is applied by every replica whatever its own usage (fsm applies with
+// AppendReplicated): a refusal there would leave a replica stuck or diverged. The error wraps
+// storage.ErrDiskFull (errorCode: SERVICE_NOT_AVAILABLE, which producers retry elsewhere).
+func (rg *raftGroup) checkSpace(records [][]byte) error {
+	st, release, err := rg.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	n := 0
+	for _, r := range records {
+		n += len(r)
+	}
+	if err := st.CheckDiskSpace(n); err != nil {
+		return fmt.Errorf("leader %s of group %s: %w", rg.selfID, rg.group, err)
+	}
+	return nil
 }
 
 // acquire returns the state machine's current store for reading and the function that gives

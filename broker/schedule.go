@@ -373,7 +373,7 @@ func (b *Broker) deliverStep(s *fsm.ScheduleDeliver) error {
 		return b.delayOffsets.Persist()
 	}
 	if len(s.Records) > 0 {
-		if err := b.checkReplicatedSpace(s.Records); err != nil {
+		if err := b.raft.checkSpace(s.Records); err != nil { // proposed directly, not through Append
 			return err
 		}
 	}

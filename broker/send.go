@@ -116,13 +116,6 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
-	if b.raft != nil {
-		if err := b.checkReplicatedSpace(records); err != nil {
-			code, remark := errorCode(err)
-			b.logger.Warn("send refused before proposing", "topic", h.Topic, "error", err)
-			return fail(code, "%s", remark)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	results, err := b.log.Append(ctx, records)
@@ -152,28 +145,6 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
-}
-
-// checkReplicatedSpace is DLedger mode's "disk full" refusal, taken on the leader before the
-// records are proposed: storage.Store.CheckDiskSpace on the leader's store (usage over
-// diskMaxUsedSpaceRatio, as classic mode's Append refuses). Once proposed, an entry is applied
-// by every replica whatever its own usage (fsm applies with AppendReplicated): a refusal there
-// would leave a replica stuck or diverged. The error wraps storage.ErrDiskFull (errorCode:
-// SERVICE_NOT_AVAILABLE, which producers retry on another broker).
-func (b *Broker) checkReplicatedSpace(records [][]byte) error {
-	st, release, err := b.acquireStore()
-	if err != nil {
-		return err
-	}
-	defer release()
-	n := 0
-	for _, r := range records {
-		n += len(r)
-	}
-	if err := st.CheckDiskSpace(n); err != nil {
-		return fmt.Errorf("leader %s of %s: %w", b.raft.selfID, b.cfg.BrokerName, err)
-	}
-	return nil
 }
 
 // resolveSendTopic finds the target topic, creating it from the default topic

@@ -143,12 +143,6 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 		return fail(remoting.MessageIllegal, "encode the send-back copy: %v", err)
 	}
 	records := [][]byte{rec}
-	if b.raft != nil {
-		if err := b.checkReplicatedSpace(records); err != nil {
-			code, remark := errorCode(err)
-			return fail(code, "%s", remark)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	results, err := b.log.Append(ctx, records)

@@ -295,14 +295,9 @@ func (b *Broker) halfCopy(half *message.Message, topic string, origin int64, che
 	return rec, nil
 }
 
-// appendTxn appends records as one unit (one Raft entry in DLedger mode), refusing before
-// proposing when the leader's disk is full, as sends do. A flush timeout means stored.
+// appendTxn appends records as one unit (one Raft entry in DLedger mode; a full disk is refused
+// before proposing, as for sends). A flush timeout means stored.
 func (b *Broker) appendTxn(ctx context.Context, records [][]byte) ([]storage.AppendResult, error) {
-	if b.raft != nil {
-		if err := b.checkReplicatedSpace(records); err != nil {
-			return nil, err
-		}
-	}
 	res, err := b.log.Append(ctx, records)
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		return nil, fmt.Errorf("append transaction records: %w", err)
