@@ -15,6 +15,7 @@ import (
 
 	"rocketraft/broker/meta"
 	"rocketraft/protocol"
+	"rocketraft/webui"
 )
 
 //go:embed statuspage.html
@@ -174,7 +175,7 @@ func (b *Broker) statusSystemTopic(t string) bool {
 func serveStatusPage(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", webui.ContentSecurityPolicy)
 	_, _ = w.Write(statusPageHTML)
 }
 
@@ -182,4 +183,5 @@ func serveStatusPage(w http.ResponseWriter, _ *http.Request) {
 func registerStatusPage(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", serveStatusPage)
 	mux.HandleFunc("GET /ui", serveStatusPage)
+	webui.Register(mux)
 }

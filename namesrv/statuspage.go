@@ -27,6 +27,7 @@ import (
 
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/webui"
 )
 
 //go:embed statuspage.html
@@ -66,9 +67,10 @@ func (p *statusPage) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		w.Header().Set("Content-Security-Policy", webui.ContentSecurityPolicy)
 		_, _ = w.Write(statusPageHTML)
 	})
+	webui.Register(mux)
 	mux.HandleFunc("GET /cluster", func(w http.ResponseWriter, r *http.Request) {
 		v := p.view(r.Context())
 		w.Header().Set("Content-Type", "application/json")
