@@ -101,8 +101,10 @@ func (b *Broker) queueOffsetHandler(lookup func(st *storage.Store, topic string,
 }
 
 func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
-	s.Handle(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
-	s.Handle(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
+	// In order: a client reads back the offset it has just committed (the Go client does when it
+	// applies a reset), and a oneway update must not be overtaken by that query.
+	s.HandleInOrder(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
+	s.HandleInOrder(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
 	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
 		return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
 	}))

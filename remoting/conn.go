@@ -34,8 +34,13 @@ var nextConnID atomic.Uint64
 // starts and read-only afterwards.
 type handlerTable map[int32]Handler
 
+// orderedCodes are the request codes a connection serves one at a time in arrival order (see
+// Server.HandleInOrder); filled before a server starts and read-only afterwards.
+type orderedCodes map[int32]bool
+
 // Conn is one TCP connection in either direction. Requests arriving on it are
 // served concurrently (responses may leave out of order, matched by opaque),
+// except those of ordered codes, which are served one after another in arrival order,
 // and requests sent on it are matched to their responses. The broker uses the
 // same connection to call back clients (NOTIFY_CONSUMER_IDS_CHANGED, ...).
 type Conn struct {
@@ -59,6 +64,12 @@ type Conn struct {
 
 	mu      sync.Mutex
 	pending map[int32]chan *Command
+
+	// ordered codes are queued on lane and served by at most one worker at a time.
+	ordered  orderedCodes
+	laneMu   sync.Mutex
+	lane     []*Command
+	laneBusy bool
 
 	// Attachment lets the broker hang per-connection state (client id, groups)
 	// on the connection without a second lookup table.
@@ -266,14 +277,57 @@ func (c *Conn) readLoop() {
 			}
 			continue
 		}
-		runTask(task{c, cmd})
+		if c.ordered[cmd.Code] {
+			c.enqueueOrdered(cmd)
+			continue
+		}
+		runTask(task{c: c, req: cmd})
 	}
 }
 
-// task is one request to serve.
+// enqueueOrdered queues req behind the connection's other ordered requests, starting a worker
+// to drain the lane if none is draining it.
+func (c *Conn) enqueueOrdered(req *Command) {
+	c.laneMu.Lock()
+	c.lane = append(c.lane, req)
+	start := !c.laneBusy
+	c.laneBusy = true
+	c.laneMu.Unlock()
+	if start {
+		runTask(task{c: c, lane: true})
+	}
+}
+
+// drainLane serves the ordered requests one by one until the lane is empty.
+func (c *Conn) drainLane() {
+	for {
+		c.laneMu.Lock()
+		if len(c.lane) == 0 {
+			c.lane, c.laneBusy = nil, false
+			c.laneMu.Unlock()
+			return
+		}
+		req := c.lane[0]
+		c.lane[0] = nil
+		c.lane = c.lane[1:]
+		c.laneMu.Unlock()
+		c.dispatch(req)
+	}
+}
+
+// task is one request to serve, or (lane) the connection's ordered requests.
 type task struct {
-	c   *Conn
-	req *Command
+	c    *Conn
+	req  *Command
+	lane bool
+}
+
+func (t task) run() {
+	if t.lane {
+		t.c.drainLane()
+		return
+	}
+	t.c.dispatch(t.req)
 }
 
 // idleTasks hands requests to workers that are waiting for one. Reusing
@@ -295,13 +349,13 @@ func runTask(t task) {
 }
 
 func worker(t task) {
-	t.c.dispatch(t.req)
+	t.run()
 	timer := time.NewTimer(workerIdle)
 	defer timer.Stop()
 	for {
 		select {
 		case t = <-idleTasks:
-			t.c.dispatch(t.req)
+			t.run()
 			timer.Reset(workerIdle)
 		case <-timer.C:
 			return

@@ -35,6 +35,7 @@ type ServerConfig struct {
 type Server struct {
 	cfg      ServerConfig
 	handlers handlerTable
+	ordered  orderedCodes
 	ln       net.Listener
 
 	mu           sync.Mutex
@@ -55,12 +56,23 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 120 * time.Second
 	}
-	return &Server{cfg: cfg, handlers: handlerTable{}, conns: map[*Conn]struct{}{}}
+	return &Server{cfg: cfg, handlers: handlerTable{}, ordered: orderedCodes{}, conns: map[*Conn]struct{}{}}
 }
 
 // Handle registers h for a request code. Codes without a handler are answered
 // REQUEST_CODE_NOT_SUPPORTED.
 func (s *Server) Handle(code int32, h Handler) { s.handlers[code] = h }
+
+// HandleInOrder registers h for a request code whose requests, on one connection, must take
+// effect in the order they were sent. Requests are otherwise served concurrently, so a client's
+// oneway UPDATE_CONSUMER_OFFSET could be overtaken by the QUERY_CONSUMER_OFFSET it sends right
+// after (the Go client does exactly that when it applies a reset) and read the offset before the
+// update. Requests of all in-order codes of a connection share one queue; they never wait for
+// other codes' requests, nor other connections'.
+func (s *Server) HandleInOrder(code int32, h Handler) {
+	s.handlers[code] = h
+	s.ordered[code] = true
+}
 
 // OnDisconnect registers a callback run when a connection closes, so owners of
 // per-connection state (client tables, broker liveness) can drop it at once.
@@ -127,6 +139,7 @@ func (s *Server) acceptLoop() {
 		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
 		c.onRequest = s.cfg.OnRequest
 		c.intercept = s.cfg.Intercept
+		c.ordered = s.ordered
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

@@ -233,3 +233,56 @@ func BenchmarkInvoke(b *testing.B) {
 		}
 	})
 }
+
+// TestInOrderCodesKeepArrivalOrder: oneway updates followed by a query on the same connection
+// (how the Go client applies a consumer-offset reset) are served in the order sent even when the
+// update's handler is slow, while other codes on that connection are not held up by them.
+func TestInOrderCodesKeepArrivalOrder(t *testing.T) {
+	var mu sync.Mutex
+	stored := map[string]string{}
+	gate := make(chan struct{}) // the first update is held until a heartbeat was answered
+	var gateOnce sync.Once
+	s := startServer(t, func(s *Server) {
+		s.HandleInOrder(UpdateConsumerOffset, func(_ *Conn, req *Command) *Command {
+			<-gate
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			stored[req.Ext("q")] = req.Ext("v")
+			mu.Unlock()
+			return req.NewResponse(Success, "")
+		})
+		s.HandleInOrder(QueryConsumerOffset, func(_ *Conn, req *Command) *Command {
+			resp := req.NewResponse(Success, "")
+			mu.Lock()
+			resp.SetExt("v", stored[req.Ext("q")])
+			mu.Unlock()
+			return resp
+		})
+		s.Handle(HeartBeat, echo)
+	})
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 5 {
+		q, v := strconv.Itoa(i), strconv.Itoa(100+i)
+		for j := range 3 {
+			if err := cl.InvokeOneway(ctx, s.Addr(), NewRequest(UpdateConsumerOffset, map[string]string{"q": q, "v": v + strconv.Itoa(j)}, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Another code on the connection is answered while the updates wait (the first round's
+		// updates cannot finish before this answer).
+		if resp, err := cl.Invoke(ctx, s.Addr(), NewRequest(HeartBeat, map[string]string{"v": "hb"}, nil)); err != nil || resp.Ext("echo") != "hb" {
+			t.Fatalf("heartbeat behind in-order updates: %v %+v", err, resp)
+		}
+		gateOnce.Do(func() { close(gate) })
+		resp, err := cl.Invoke(ctx, s.Addr(), NewRequest(QueryConsumerOffset, map[string]string{"q": q}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := resp.Ext("v"), v+"2"; got != want {
+			t.Fatalf("query after three oneway updates read %q, want the last update %q", got, want)
+		}
+	}
+}
