@@ -31,16 +31,20 @@ type offsetKey struct {
 // latest value is proposed (the replicated apply overwrites, in log order).
 //
 // One entry is in flight at a time, so entries commit in the order the leader received the
-// commits. Until its entry is applied a commit stays visible through query (pending, then in
-// flight), which the leader's QUERY_CONSUMER_OFFSET consults before the replicated table: a
-// consumer reads back what it committed at once, and never a value older than the table's
-// (the table only ever receives values that went through here first).
+// commits. QUERY_CONSUMER_OFFSET on the leader first waits until every commit queued before it
+// has settled (its entry applied, or dropped with the leadership), kicking an immediate flush,
+// and then answers from the replicated table only: a consumer reads back what it committed (the
+// Go client sends a oneway update and queries right after it when it applies a reset), and a
+// value any client has read is committed in Raft, so no reader sees a group's offset go back
+// after a failover. Internal readers (transaction checks, POP) use committedOffset, which also
+// sees the queued values.
 //
 // A commit is acknowledged when queued, before it is replicated, as RocketMQ answers
-// UPDATE_CONSUMER_OFFSET before persisting. If the leader dies, the commits of the last interval
-// (plus the entry in flight) are lost, so a consumer may re-receive what it consumed in that
-// window: at-least-once, as RocketMQ. A proposal that fails (leadership lost) drops its commits;
-// the client commits its whole offset table again within its persist interval (5 s).
+// UPDATE_CONSUMER_OFFSET before persisting (the clients send it oneway). If the leader dies, the
+// commits of the last interval (plus the entry in flight) are lost, so a consumer may
+// re-receive what it consumed in that window: at-least-once, as RocketMQ; its next persist (every
+// 5 s) commits its whole offset table again. A proposal that fails (leadership lost) drops its
+// commits the same way.
 type offsetBatcher struct {
 	propose    func(ctx context.Context, offs []fsm.OffsetCommit) error
 	interval   time.Duration
@@ -50,6 +54,10 @@ type offsetBatcher struct {
 	mu       sync.Mutex
 	pending  map[offsetKey]int64
 	inflight map[offsetKey]int64
+	// queued counts commits ever queued; settled is the count of those whose entry was applied
+	// or dropped; settledCh is closed (and replaced) whenever settled moves.
+	queued, settled uint64
+	settledCh       chan struct{}
 
 	kick chan struct{}
 	stop chan struct{}
@@ -63,7 +71,7 @@ func newOffsetBatcher(propose func(context.Context, []fsm.OffsetCommit) error, i
 	}
 	ob := &offsetBatcher{
 		propose: propose, interval: interval, maxEntries: maxEntries, logger: logger,
-		pending: map[offsetKey]int64{}, kick: make(chan struct{}, 1),
+		pending: map[offsetKey]int64{}, kick: make(chan struct{}, 1), settledCh: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go ob.run()
@@ -74,14 +82,49 @@ func newOffsetBatcher(propose func(context.Context, []fsm.OffsetCommit) error, i
 func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) {
 	ob.mu.Lock()
 	ob.pending[offsetKey{group, topic, qid}] = off
+	ob.queued++
 	full := len(ob.pending) >= ob.maxEntries
 	ob.mu.Unlock()
 	if full {
-		select {
-		case ob.kick <- struct{}{}:
-		default:
-		}
+		ob.kickFlush()
 	}
+}
+
+func (ob *offsetBatcher) kickFlush() {
+	select {
+	case ob.kick <- struct{}{}:
+	default:
+	}
+}
+
+// settle marks every commit counted up to n as settled. Callers hold mu.
+func (ob *offsetBatcher) settle(n uint64) {
+	if n > ob.settled {
+		ob.settled = n
+		close(ob.settledCh)
+		ob.settledCh = make(chan struct{})
+	}
+}
+
+// waitSettled waits until every commit queued before the call has settled: applied to the
+// replicated table, or dropped because this node stopped leading. It asks for an immediate flush
+// rather than waiting for the interval, and gives up (false) when ctx ends.
+func (ob *offsetBatcher) waitSettled(ctx context.Context) bool {
+	ob.mu.Lock()
+	target := ob.queued
+	for ob.settled < target {
+		ch := ob.settledCh
+		ob.mu.Unlock()
+		ob.kickFlush()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+		ob.mu.Lock()
+	}
+	ob.mu.Unlock()
+	return true
 }
 
 // query returns the latest offset committed here that is not yet applied, if any.
@@ -115,11 +158,13 @@ func (ob *offsetBatcher) run() {
 func (ob *offsetBatcher) flush() {
 	ob.mu.Lock()
 	if len(ob.pending) == 0 {
+		ob.settle(ob.queued) // commits dropped while an entry was in flight
 		ob.mu.Unlock()
 		return
 	}
 	batch := ob.pending
 	ob.pending, ob.inflight = map[offsetKey]int64{}, batch
+	upTo := ob.queued
 	ob.mu.Unlock()
 
 	offs := make([]fsm.OffsetCommit, 0, len(batch))
@@ -137,6 +182,7 @@ func (ob *offsetBatcher) flush() {
 	}
 	ob.mu.Lock()
 	ob.inflight = nil
+	ob.settle(upTo)
 	ob.mu.Unlock()
 }
 
@@ -145,6 +191,9 @@ func (ob *offsetBatcher) drop() {
 	ob.mu.Lock()
 	n := len(ob.pending)
 	clear(ob.pending)
+	if ob.inflight == nil {
+		ob.settle(ob.queued)
+	} // else the flush in progress settles everything once its proposal fails
 	ob.mu.Unlock()
 	if n > 0 {
 		ob.logger.Warn("leadership lost; queued consumer offsets dropped (clients commit them again)", "offsets", n)

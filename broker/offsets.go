@@ -17,8 +17,10 @@ const hotDataWindow = 4 << 30
 // group reads a new topic from its start, as a 4.x broker does) and
 // QUERY_NOT_FOUND otherwise, which makes the client apply ConsumeFromWhere.
 //
-// A DLedger follower asks the leader (whose answer includes commits not yet replicated) and
-// answers from its replicated table only when no leader can be reached.
+// DLedger mode: the leader answers from the replicated table once every commit queued before the
+// query has settled (offsetBatcher.waitSettled), so a client reads back its own commits and never
+// a value a failover could take back; a follower asks the leader and answers from its replicated
+// table only when no leader can be reached.
 func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if b.replicated() && !b.isLeader() {
 		if fwd := b.forwardRead(conn, req); fwd != nil {
@@ -31,7 +33,11 @@ func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Co
 	if err != nil || group == "" || topic == "" {
 		return req.NewResponse(remoting.SystemError, "bad query consumer offset header: consumerGroup, topic and queueId are required")
 	}
-	if off, ok := b.committedOffset(group, topic, qid); ok && off >= 0 {
+	off, ok := b.committedOffset(group, topic, qid)
+	if b.replicated() {
+		off, ok = b.replicatedOffset(group, topic, qid)
+	}
+	if ok && off >= 0 {
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
 	}

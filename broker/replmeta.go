@@ -294,9 +294,26 @@ func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
 	}
 }
 
-// committedOffset is the offset QUERY_CONSUMER_OFFSET answers from this node's tables: on the
-// DLedger leader its own commits still queued or in flight in the batcher win over the
-// replicated table, so a consumer always reads back what the leader acknowledged.
+// replicatedOffsetWait bounds how long a query waits for the commits queued before it.
+const replicatedOffsetWait = 3 * time.Second
+
+// replicatedOffset is the offset QUERY_CONSUMER_OFFSET answers in DLedger mode: from the
+// replicated table, on the leader after every commit queued before the query has settled (see
+// offsetBatcher), so what a client reads is in Raft's log and survives any failover.
+func (b *Broker) replicatedOffset(group, topic string, qid int32) (int64, bool) {
+	if ob := b.offsetBatch; ob != nil && b.isLeader() {
+		ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
+		if !ob.waitSettled(ctx) {
+			b.logger.Warn("consumer offset query answered before the commits queued ahead of it were replicated", "group", group, "topic", topic, "queue", qid, "waited", replicatedOffsetWait)
+		}
+		cancel()
+	}
+	return b.offsets.Query(group, topic, qid)
+}
+
+// committedOffset is this node's latest view of a group's offset for internal readers
+// (transaction checks, POP, resets, status): on the DLedger leader its own commits still queued
+// or in flight in the batcher win over the replicated table.
 func (b *Broker) committedOffset(group, topic string, qid int32) (int64, bool) {
 	if b.offsetBatch != nil {
 		if off, ok := b.offsetBatch.query(group, topic, qid); ok {

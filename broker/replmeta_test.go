@@ -298,3 +298,58 @@ func TestOffsetBatcherFailureDrops(t *testing.T) {
 	}
 	ob2.close()
 }
+
+// waitSettled: a query waits for the commits queued before it (kicking a flush long before a
+// slow interval), gives up when its context ends while the entry is stuck, and is released by
+// a drop (leadership lost) as well as by an applied entry.
+func TestOffsetBatcherWaitSettled(t *testing.T) {
+	p := &fakeProposer{block: make(chan struct{}), entered: make(chan struct{}, 10)}
+	ob := newOffsetBatcher(p.propose, time.Hour, 1000, nil)
+	defer ob.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if !ob.waitSettled(ctx) {
+		t.Fatal("nothing queued, yet the wait did not return at once")
+	}
+	ob.commit("G", "T", 0, 1)
+	settled := make(chan bool, 1)
+	go func() { settled <- ob.waitSettled(ctx) }()
+	select {
+	case <-p.entered: // the wait kicked a flush; the hour-long interval did not
+	case <-time.After(3 * time.Second):
+		t.Fatal("waitSettled did not kick a flush")
+	}
+	select {
+	case <-settled:
+		t.Fatal("waitSettled returned while the entry was still in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+	ob.commit("G", "T", 0, 2) // queued after the waiter: not waited for
+	p.block <- struct{}{}
+	if ok := <-settled; !ok {
+		t.Fatal("waitSettled gave up although the entry was applied")
+	}
+
+	// A stuck entry: the waiter (whose kick proposes the entry holding 2) gives up when its
+	// context ends.
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	if ob.waitSettled(short) {
+		t.Fatal("waitSettled reported settled while the entry was stuck")
+	}
+	select {
+	case <-p.entered:
+	case <-time.After(3 * time.Second):
+		t.Fatal("the second wait did not kick a flush")
+	}
+	p.block <- struct{}{}
+
+	// A drop settles what it discards.
+	ob3 := newOffsetBatcher((&fakeProposer{}).propose, time.Hour, 1000, nil)
+	defer ob3.close()
+	ob3.commit("G", "T", 0, 1)
+	ob3.drop()
+	if !ob3.waitSettled(ctx) {
+		t.Fatal("dropped commits never settled")
+	}
+}
