@@ -3,6 +3,8 @@ package broker
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -19,6 +21,13 @@ const (
 	offsetBatchMaxEntries = 1024
 	offsetBatchTimeout    = 5 * time.Second
 )
+
+// seqRange is the commit sequence numbers (from, to].
+type seqRange struct{ from, to uint64 }
+
+// maxLostRanges bounds offsetBatcher.lost; a waiter older than the oldest range kept is assumed
+// applied, which needs that many leadership losses while it waits.
+const maxLostRanges = 64
 
 type offsetKey struct {
 	group, topic string
@@ -39,8 +48,10 @@ type offsetKey struct {
 // after a failover. Internal readers (transaction checks, POP) use committedOffset, which also
 // sees the queued values.
 //
-// A commit is acknowledged when queued, before it is replicated, as RocketMQ answers
-// UPDATE_CONSUMER_OFFSET before persisting (the clients send it oneway). If the leader dies, the
+// A oneway UPDATE_CONSUMER_OFFSET (how the Go and Java clients persist offsets) and a commit
+// carried by a pull are taken when queued, before they are replicated; an UPDATE_CONSUMER_OFFSET
+// that expects an answer is answered only once its entry is applied (waitCommitted), so every
+// acknowledged commit survives a failover. If the leader dies, the
 // commits of the last interval (plus the entry in flight) are lost, so a consumer may
 // re-receive what it consumed in that window: at-least-once, as RocketMQ; its next persist (every
 // 5 s) commits its whole offset table again. A proposal that fails (leadership lost) drops its
@@ -54,10 +65,13 @@ type offsetBatcher struct {
 	mu       sync.Mutex
 	pending  map[offsetKey]int64
 	inflight map[offsetKey]int64
-	// queued counts commits ever queued; settled is the count of those whose entry was applied
-	// or dropped; settledCh is closed (and replaced) whenever settled moves.
-	queued, settled uint64
-	settledCh       chan struct{}
+	// queued counts commits ever queued (a commit's sequence number is the count after it);
+	// taken is the count handed to proposals or dropped; settled the count whose entry was
+	// applied or dropped; settledCh is closed (and replaced) whenever settled moves. lost holds
+	// the sequence ranges that were dropped or whose proposal failed (leadership losses: few).
+	queued, taken, settled uint64
+	settledCh              chan struct{}
+	lost                   []seqRange
 
 	kick chan struct{}
 	stop chan struct{}
@@ -78,15 +92,47 @@ func newOffsetBatcher(propose func(context.Context, []fsm.OffsetCommit) error, i
 	return ob
 }
 
-// commit queues one offset for the next entry.
-func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) {
+// commit queues one offset for the next entry and returns its sequence number.
+func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) uint64 {
 	ob.mu.Lock()
 	ob.pending[offsetKey{group, topic, qid}] = off
 	ob.queued++
+	seq := ob.queued
 	full := len(ob.pending) >= ob.maxEntries
 	ob.mu.Unlock()
 	if full {
 		ob.kickFlush()
+	}
+	return seq
+}
+
+// errOffsetNotReplicated: the commit was dropped or its entry failed (leadership lost).
+var errOffsetNotReplicated = errors.New("consumer offset commit not replicated: this broker stopped leading its group; commit it again")
+
+// waitCommitted waits until the commit numbered seq is applied to the replicated table (a later
+// commit of the same queue in the same entry counts), and reports when it was dropped instead.
+func (ob *offsetBatcher) waitCommitted(ctx context.Context, seq uint64) error {
+	if !ob.waitUntil(ctx, seq) {
+		return fmt.Errorf("consumer offset commit not replicated yet: %w", ctx.Err())
+	}
+	ob.mu.Lock()
+	defer ob.mu.Unlock()
+	for _, r := range ob.lost {
+		if seq > r.from && seq <= r.to {
+			return errOffsetNotReplicated
+		}
+	}
+	return nil
+}
+
+// markLost records (from, to] as dropped. Callers hold mu.
+func (ob *offsetBatcher) markLost(from, to uint64) {
+	if to <= from {
+		return
+	}
+	ob.lost = append(ob.lost, seqRange{from, to})
+	if len(ob.lost) > maxLostRanges {
+		ob.lost = slices.Delete(ob.lost, 0, len(ob.lost)-maxLostRanges)
 	}
 }
 
@@ -112,6 +158,13 @@ func (ob *offsetBatcher) settle(n uint64) {
 func (ob *offsetBatcher) waitSettled(ctx context.Context) bool {
 	ob.mu.Lock()
 	target := ob.queued
+	ob.mu.Unlock()
+	return ob.waitUntil(ctx, target)
+}
+
+// waitUntil waits until settled reaches target, kicking flushes; false when ctx ends first.
+func (ob *offsetBatcher) waitUntil(ctx context.Context, target uint64) bool {
+	ob.mu.Lock()
 	for ob.settled < target {
 		ch := ob.settledCh
 		ob.mu.Unlock()
@@ -164,7 +217,8 @@ func (ob *offsetBatcher) flush() {
 	}
 	batch := ob.pending
 	ob.pending, ob.inflight = map[offsetKey]int64{}, batch
-	upTo := ob.queued
+	from, upTo := ob.taken, ob.queued
+	ob.taken = upTo
 	ob.mu.Unlock()
 
 	offs := make([]fsm.OffsetCommit, 0, len(batch))
@@ -182,6 +236,9 @@ func (ob *offsetBatcher) flush() {
 	}
 	ob.mu.Lock()
 	ob.inflight = nil
+	if err != nil {
+		ob.markLost(from, upTo)
+	}
 	ob.settle(upTo)
 	ob.mu.Unlock()
 }
@@ -191,6 +248,8 @@ func (ob *offsetBatcher) drop() {
 	ob.mu.Lock()
 	n := len(ob.pending)
 	clear(ob.pending)
+	ob.markLost(ob.taken, ob.queued)
+	ob.taken = ob.queued
 	if ob.inflight == nil {
 		ob.settle(ob.queued)
 	} // else the flush in progress settles everything once its proposal fails

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"strconv"
 
 	"rocketraft/remoting"
@@ -64,9 +65,10 @@ func queueIsYoung(st *storage.Store, topic string, qid int32) bool {
 }
 
 // handleUpdateConsumerOffset records a committed offset. DLedger mode: a follower forwards it to
-// the leader; the leader answers once the commit is queued for the next Raft entry (see
-// offsetBatcher), as RocketMQ answers before persisting. A classic slave stores it locally, as
-// a 4.x slave does (its table is replaced by the master's at the next metadata copy).
+// the leader; the leader queues it for the next Raft entry (see offsetBatcher) and, unless the
+// request is oneway, answers once that entry is applied, so an acknowledged commit survives a
+// failover. A classic slave stores it locally, as a 4.x slave does (its table is replaced by the
+// master's at the next metadata copy).
 func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
 		return fwd
@@ -76,6 +78,15 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 	off, err2 := req.ExtInt64("commitOffset")
 	if group == "" || topic == "" || err1 != nil || err2 != nil {
 		return req.NewResponse(remoting.SystemError, "bad update consumer offset header: consumerGroup, topic, queueId and commitOffset are required")
+	}
+	if b.replicated() && b.isLeader() && !req.IsOneway() {
+		seq := b.offsetBatch.commit(group, topic, qid, off)
+		ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
+		defer cancel()
+		if err := b.offsetBatch.waitCommitted(ctx, seq); err != nil {
+			return req.NewResponse(remoting.SystemError, err.Error())
+		}
+		return req.NewResponse(remoting.Success, "")
 	}
 	b.commitOffset(group, topic, qid, off)
 	return req.NewResponse(remoting.Success, "")

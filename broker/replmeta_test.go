@@ -353,3 +353,35 @@ func TestOffsetBatcherWaitSettled(t *testing.T) {
 		t.Fatal("dropped commits never settled")
 	}
 }
+
+// waitCommitted tells an applied commit from one whose entry failed or that a drop discarded.
+func TestOffsetBatcherWaitCommitted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p := &fakeProposer{}
+	ob := newOffsetBatcher(p.propose, time.Hour, 1000, nil)
+	defer ob.close()
+	if err := ob.waitCommitted(ctx, ob.commit("G", "T", 0, 1)); err != nil {
+		t.Fatalf("applied commit: %v", err)
+	}
+	p.mu.Lock()
+	p.err = errors.New("not leader")
+	p.mu.Unlock()
+	if err := ob.waitCommitted(ctx, ob.commit("G", "T", 0, 2)); !errors.Is(err, errOffsetNotReplicated) {
+		t.Fatalf("commit whose entry failed: %v, want errOffsetNotReplicated", err)
+	}
+	p.mu.Lock()
+	p.err = nil
+	p.mu.Unlock()
+	if err := ob.waitCommitted(ctx, ob.commit("G", "T", 0, 3)); err != nil {
+		t.Fatalf("commit after a failed entry: %v", err)
+	}
+	seq := ob.commit("G", "T", 1, 4)
+	ob.drop()
+	if err := ob.waitCommitted(ctx, seq); !errors.Is(err, errOffsetNotReplicated) {
+		t.Fatalf("dropped commit: %v, want errOffsetNotReplicated", err)
+	}
+	if got := len(p.got()); got != 3 {
+		t.Fatalf("%d entries proposed, want 3 (the dropped commit never proposed)", got)
+	}
+}

@@ -25,7 +25,8 @@ const (
 //     leader's QUERY_CONSUMER_OFFSET shows every queue committed at its end, and until both
 //     followers' replicated tables (GET_ALL_CONSUMER_OFFSET answers from the local table) hold
 //     the same offsets; stop the consumer; send set B.
-//  3. kill -9 the leader; wait for the new master.
+//  3. Commit an offset of another group with an acknowledged UPDATE_CONSUMER_OFFSET and kill -9
+//     the leader as soon as it answers; wait for the new master, which must have that offset.
 //  4. The new leader has the topic with 6/6 queues (GET_ALL_TOPIC_CONFIG), the group
 //     (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), and every committed offset (no rollback: the largest
 //     rollback is reported and must be 0).
@@ -108,8 +109,20 @@ func TestRaftGroupMetadataSurvivesLeaderKill(t *testing.T) {
 	setB := bodies(sendSync(t, p, topic, "B", 60, nil))
 	_ = p.Shutdown()
 
+	// An acknowledged (not oneway) UPDATE_CONSUMER_OFFSET is answered only once replicated: the
+	// leader is killed the moment the answer arrives, and the new leader must have the value.
+	ackGroup := uniq("GRaftAcked")
+	resp, err = rawRequest(leader.addr, metaCodeUpdateConsumerOffset, map[string]string{
+		"consumerGroup": ackGroup, "topic": topic, "queueId": "1", "commitOffset": "42",
+	}, nil, 10*time.Second)
+	if err != nil || resp.Code != respSuccess {
+		t.Fatalf("UPDATE_CONSUMER_OFFSET on the leader: %v %+v", err, resp)
+	}
 	leader.kill()
 	next := g.waitMaster(t, 15*time.Second, leader)
+	if off, found, err := consumerOffset(next.addr, ackGroup, topic, 1); err != nil || !found || off != 42 {
+		t.Fatalf("acknowledged offset commit after the leader kill: %d (found=%v, err=%v), want 42", off, found, err)
+	}
 
 	resp, err = rawRequest(next.addr, metaCodeGetAllTopicConfig, nil, nil, 5*time.Second)
 	if err != nil || resp.Code != respSuccess {
