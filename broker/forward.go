@@ -151,12 +151,34 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 	}
 }
 
-// forwardRead asks the leader a read whose freshest answer only the leader has (a consumer
-// offset it acknowledged but has not replicated yet). It returns nil whenever the leader
-// cannot answer (none known, unreachable, not the leader any more): the caller then answers
-// from this node's replica.
+// forwardRead asks the leader a read whose authoritative answer only the leader has (a consumer
+// offset: the leader answers after the commits queued before the query are replicated, which
+// this replica may not have applied yet). While no leader is known or reachable it tries again
+// for up to forwardWait, as writes do (an election with fast failover takes well under that),
+// so a reader is not handed an older value in the gap. It returns nil when the leader cannot
+// answer within that time or this node became the leader: the caller then answers itself, from
+// this node's replica.
 func (b *Broker) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.forward(conn, req, true)
+	if b.raft == nil || req.Ext(extForwarded) != "" {
+		return nil
+	}
+	deadline := time.Now().Add(forwardWait)
+	for {
+		if b.role.get() == roleLeader {
+			return nil
+		}
+		if resp := b.forward(conn, req, true); resp != nil {
+			return resp
+		}
+		if time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-b.stop:
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {

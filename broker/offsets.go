@@ -20,8 +20,8 @@ const hotDataWindow = 4 << 30
 //
 // DLedger mode: the leader answers from the replicated table once every commit queued before the
 // query has settled (offsetBatcher.waitSettled), so a client reads back its own commits and never
-// a value a failover could take back; a follower asks the leader and answers from its replicated
-// table only when no leader can be reached.
+// a value a failover could take back; a follower asks the leader (waiting up to forwardWait for
+// one) and answers from its replicated table only when no leader answers.
 func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if b.replicated() && !b.isLeader() {
 		if fwd := b.forwardRead(conn, req); fwd != nil {
