@@ -128,6 +128,14 @@ const forwardWait = 2 * time.Second
 // A failure before the request left this node is SERVICE_NOT_AVAILABLE too (nothing happened);
 // a failure after it is SYSTEM_ERROR, since the leader may have stored it.
 func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return b.forwardRetrying(conn, req, false)
+}
+
+// forwardRetrying forwards req to the leader, trying again every 20 ms for up to forwardWait while
+// no leader is known or reachable, or (writes) the leader answers SERVICE_NOT_AVAILABLE. It
+// returns nil when this node is, or becomes, the leader, and for reads whenever the leader gave
+// no answer.
+func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
 	if b.raft == nil || req.Ext(extForwarded) != "" {
 		return nil
 	}
@@ -136,7 +144,7 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 		if b.role.get() == roleLeader {
 			return nil
 		}
-		resp := b.forward(conn, req, false)
+		resp := b.forward(conn, req, read)
 		if resp != nil && resp.Code != remoting.ServiceNotAvailable {
 			return resp
 		}
@@ -159,26 +167,7 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 // answer within that time or this node became the leader: the caller then answers itself, from
 // this node's replica.
 func (b *Broker) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.raft == nil || req.Ext(extForwarded) != "" {
-		return nil
-	}
-	deadline := time.Now().Add(forwardWait)
-	for {
-		if b.role.get() == roleLeader {
-			return nil
-		}
-		if resp := b.forward(conn, req, true); resp != nil {
-			return resp
-		}
-		if time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-b.stop:
-			return nil
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return b.forwardRetrying(conn, req, true)
 }
 
 func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
