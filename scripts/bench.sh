@@ -18,22 +18,9 @@ NS_PORT="${BENCH_NAMESRV_PORT:-29876}"
 BR_PORT="${BENCH_BROKER_PORT:-30911}"
 NS="127.0.0.1:$NS_PORT"
 
-pids=()
-stop_all() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	pids=()
-}
+# shellcheck source=scripts/procs.sh
+. scripts/procs.sh # the script has cd'd to the repository root
 trap 'stop_all; [ -n "${BENCH_KEEP:-}" ] || rm -rf "$WORK"' EXIT INT TERM
-
-wait_port() {
-	for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
-	echo "port $1 did not open" >&2
-	return 1
-}
 
 echo "machine: $(nproc) cores, $(uname -sr); messages 1024 B; duration $DURATION (warm-up $WARMUP)"
 round=0

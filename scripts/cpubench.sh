@@ -35,22 +35,10 @@ NS="127.0.0.1:$((BP + 876))"
 nodes=3
 [ "$GROUP" = R1 ] && nodes=1
 
-pids=()
-stop_all() {
-	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${pids[@]}"; do
-		for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null || true
-	done
-	pids=()
-}
+# shellcheck source=scripts/procs.sh
+. scripts/procs.sh # the script has cd'd to the repository root
 trap 'stop_all; rm -rf "$WORK/store"' EXIT INT TERM
 
-wait_port() {
-	for _ in $(seq 100); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done
-	echo "port $1 did not open" >&2
-	return 1
-}
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 sticks() { awk '{print $15}' "/proc/$1/stat"; }
 # CPU ticks of kernel threads (writeback, journal, softirq): the disk and loopback work the
