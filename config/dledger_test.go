@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +170,18 @@ func TestShippedDLegerExamples(t *testing.T) {
 				t.Errorf("%s: %s shared with another node", n, k)
 			}
 			seen[k] = true
+		}
+	}
+	// Below Linux's ephemeral range (32768-60999): there, a node's outgoing connection to a peer
+	// that is not listening yet can take the peer's port (make run once failed that way).
+	list, err := parsePeers(peers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range list {
+		_, port, err := net.SplitHostPort(p.Addr)
+		if n, _ := strconv.Atoi(port); err != nil || n <= 0 || n >= 32768 {
+			t.Errorf("Raft address %s of %s: port not below 32768", p.Addr, p.ID)
 		}
 	}
 }

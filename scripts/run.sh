@@ -5,13 +5,16 @@
 # where everything is. Ctrl-C stops every process it started, by PID.
 #
 # Ports (env): NAMESRV_PORT (9876); BROKER_PORT (10911: the nodes listen on BROKER_PORT,
-# BROKER_PORT+10, BROKER_PORT+20, each also using the next port for HA); RAFT_PORT (40911: the
-# Raft transports on RAFT_PORT, +1, +2). DATA (./data) moves the data and logs.
+# BROKER_PORT+10, BROKER_PORT+20, each also using the next port for HA); RAFT_PORT (20911: the
+# Raft transports on RAFT_PORT, +1, +2; RocketMQ's examples use 40911, but that lies in Linux's
+# ephemeral port range (32768-60999), where a node's own outgoing connection to a peer that is not
+# up yet can take the port the next node is about to listen on). DATA (./data) moves the data and
+# logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAMESRV_PORT="${NAMESRV_PORT:-9876}"
 BROKER_PORT="${BROKER_PORT:-10911}"
-RAFT_PORT="${RAFT_PORT:-40911}"
+RAFT_PORT="${RAFT_PORT:-20911}"
 DATA="${DATA:-$PWD/data}"
 NS="127.0.0.1:${NAMESRV_PORT}"
 NODES=(n0 n1 n2)
