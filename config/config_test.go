@@ -36,7 +36,7 @@ func TestShippedExample(t *testing.T) {
 		t.Errorf("haListenPort = %d, want 10912 (listenPort+1)", b.HAListenPort)
 	}
 	peers, err := b.DLegerPeerList()
-	if err != nil || len(peers) != 3 || peers[2] != (Peer{"n2", "127.0.0.1:40913"}) {
+	if err != nil || len(peers) != 3 || peers[2] != (Peer{"n2", "127.0.0.1:20913"}) {
 		t.Errorf("peers = %v, %v", peers, err)
 	}
 	// Every key of the struct appears in the example.
