@@ -59,12 +59,22 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 
 func sendOne(t *testing.T, addr string) *remoting.Command {
 	t.Helper()
+	return sendOneExt(t, addr, nil)
+}
+
+// sendOneExt sends one message to topic T with extra header fields.
+func sendOneExt(t *testing.T, addr string, extra map[string]string) *remoting.Command {
+	t.Helper()
 	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second})
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1}
-	resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.SendMessage, h.ToExt(), []byte("hello")))
+	ext := h.ToExt()
+	for k, v := range extra {
+		ext[k] = v
+	}
+	resp, err := c.Invoke(ctx, addr, remoting.NewRequest(remoting.SendMessage, ext, []byte("hello")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +94,16 @@ func TestDLegerSendRefusedOverDiskRatio(t *testing.T) {
 		if !strings.Contains(resp.Remark, want) {
 			t.Fatalf("remark %q does not say %q", resp.Remark, want)
 		}
+	}
+
+	if refusedForGood(resp) {
+		t.Fatalf("a client's own send got the followers' final-refusal mark: %v", resp.ExtFields)
+	}
+	// The same send forwarded by a follower: the answer says the refusal is final, so the
+	// follower relays it at once instead of retrying it for forwardWait.
+	fwd := sendOneExt(t, addr, map[string]string{extForwarded: "n1", extBornHost: "127.0.0.1:9"})
+	if fwd.Code != remoting.ServiceNotAvailable || !refusedForGood(fwd) {
+		t.Fatalf("forwarded send answered %d %v (%s), want a final SERVICE_NOT_AVAILABLE", fwd.Code, fwd.ExtFields, fwd.Remark)
 	}
 
 	b, _ := diskLeader(t, 10)

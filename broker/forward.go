@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // Extension fields a follower adds to a write it forwards to the leader. A forwarded request is
@@ -18,6 +20,28 @@ const (
 	extForwarded = "__rrForwarded"
 	extBornHost  = "__rrBornHost"
 )
+
+// extRefusal is set by the leader on a SERVICE_NOT_AVAILABLE answer that waiting cannot change
+// (refusalDiskFull: its disk is over diskMaxUsedSpaceRatio), so a follower that forwarded the
+// write relays it at once instead of retrying it for forwardWait as it does when the answer
+// comes from a node that is not, or no longer, the leader.
+const (
+	extRefusal      = "__rrRefusal"
+	refusalDiskFull = "diskFull"
+)
+
+// markRefusal flags resp, the answer to req, a write that failed with err, when req was forwarded
+// by a follower and the refusal is final (see extRefusal). Other answers are left alone.
+func markRefusal(req, resp *remoting.Command, err error) {
+	if req.Ext(extForwarded) != "" && errors.Is(err, storage.ErrDiskFull) {
+		resp.SetExt(extRefusal, refusalDiskFull)
+	}
+}
+
+// refusedForGood reports whether a forwarded write's answer is a leader's final refusal.
+func refusedForGood(resp *remoting.Command) bool {
+	return resp.Code == remoting.ServiceNotAvailable && resp.Ext(extRefusal) != ""
+}
 
 const (
 	// forwardTimeout bounds one forwarded write: under the Go client's 3 s send timeout would
@@ -132,7 +156,8 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 }
 
 // forwardRetrying forwards req to the leader, trying again every 20 ms for up to forwardWait while
-// no leader is known or reachable, or (writes) the leader answers SERVICE_NOT_AVAILABLE. It
+// no leader is known or reachable, or (writes) the leader answers SERVICE_NOT_AVAILABLE for a
+// reason other than a final refusal such as a full disk (refusedForGood). It
 // returns nil when this node is, or becomes, the leader, and for reads whenever the leader gave
 // no answer.
 func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
@@ -145,7 +170,7 @@ func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, rea
 			return nil
 		}
 		resp := b.forward(conn, req, read)
-		if resp != nil && resp.Code != remoting.ServiceNotAvailable {
+		if resp != nil && (resp.Code != remoting.ServiceNotAvailable || refusedForGood(resp)) {
 			return resp
 		}
 		if time.Now().After(deadline) {
@@ -201,7 +226,7 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 		}
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("forwarding to the leader at %s failed, the outcome is unknown (retry; it may be stored twice): %v", addr, err))
 	}
-	if resp.Code == remoting.ServiceNotAvailable {
+	if resp.Code == remoting.ServiceNotAvailable && !refusedForGood(resp) {
 		b.leaderAddrs.forget() // it was not the leader (any more): look it up again next time
 		if read {
 			return nil

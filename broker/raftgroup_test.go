@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -13,20 +12,17 @@ import (
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
+	"rocketraft/internal/testport"
 	"rocketraft/message"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
 
-// freeAddr returns a loopback address that was free a moment ago.
+// freeAddr returns a loopback address for a server the test starts (testport: below the
+// ephemeral range, so no outgoing connection can take it first).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testport.Addr(t)
 }
 
 // dlegerConfig is a DLedger-mode broker configuration for node self of peers, in dir, with a

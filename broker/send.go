@@ -130,6 +130,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		code, remark := errorCode(err)
 		b.logger.Warn("append failed", "topic", h.Topic, "error", err)
+		markRefusal(req, resp, err)
 		return fail(code, "%s", remark)
 	}
 	if errors.Is(err, storage.ErrFlushDiskTimeout) {

@@ -154,7 +154,9 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		code, remark := errorCode(err)
 		b.logger.Warn("send-back append failed", "group", h.Group, "topic", topic, "error", err)
-		return fail(code, "%s", remark)
+		resp := fail(code, "%s", remark)
+		markRefusal(req, resp, err)
+		return resp
 	}
 	b.stats.recordPut(h2.Topic, len(results))
 	if toDLQ {

@@ -169,12 +169,14 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 			return fwd
 		}
 	}
+	resp := req.NewResponse(code, remark)
 	if err != nil {
-		code, remark = errorCode(err)
+		resp.Code, resp.Remark = errorCode(err)
+		markRefusal(req, resp, err)
 		b.logger.Warn("END_TRANSACTION failed", "group", h.producerGroup, "halfOffset", h.tranStateTableOffset,
 			"commitLogOffset", h.commitLogOffset, "error", err)
 	}
-	return req.NewResponse(code, remark)
+	return resp
 }
 
 // readHalf reads the half record at phys and checks it against the header's group and queue

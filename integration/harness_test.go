@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/rlog"
+
+	"rocketraft/internal/testport"
 )
 
 // binDir holds mqnamesrv and mqbroker, built once by TestMain; buildErr is set instead when
@@ -125,72 +126,11 @@ func uniq(prefix string) string {
 
 // ---- ports ----
 
-var (
-	portsMu  sync.Mutex
-	portsOut = map[int]bool{} // ports handed out in this process; never handed out twice
-)
-
-// freePort returns a loopback port that was free a moment ago and that no other test in this
-// process has been given. with lists offsets (e.g. -2, +1) that must be free as well. Ports are
-// drawn at random below the kernel's ephemeral range: a port from that range (what listening on
-// :0 returns) can be taken as the source port of any outgoing connection (clients, Raft peers,
-// probes) between the check and the process that binds it, which made brokers fail to start
-// with "address already in use".
+// freePort returns a loopback port below the kernel's ephemeral range that no other test in this
+// process has been given (testport.Free); with lists offsets that must be free as well.
 func freePort(t testing.TB, with ...int) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	lo, hi := listenPortRange()
-	for range 500 {
-		p := lo + rand.IntN(hi-lo)
-		all := []int{p}
-		for _, d := range with {
-			all = append(all, p+d)
-		}
-		ok := true
-		var held []net.Listener
-		for _, q := range all {
-			if q <= 1024 || q > 65535 || portsOut[q] {
-				ok = false
-				break
-			}
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(q))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, l)
-		}
-		for _, l := range held {
-			l.Close()
-		}
-		if ok {
-			for _, q := range all {
-				portsOut[q] = true
-			}
-			return p
-		}
-	}
-	t.Fatalf("no free loopback port found in %d-%d", lo, hi)
-	return 0
-}
-
-// listenPortRange is where freePort draws ports: from 10000 up to the start of the kernel's
-// ephemeral range (Linux default 32768), or 10000-30000 when that range cannot be read or leaves
-// too little room.
-func listenPortRange() (lo, hi int) {
-	lo, hi = 10000, 30000
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return lo, hi
-	}
-	f := strings.Fields(string(data))
-	if len(f) == 2 {
-		if eph, err := strconv.Atoi(f[0]); err == nil && eph-2 > lo+5000 {
-			hi = eph - 2 // room for the +1 offsets callers ask for
-		}
-	}
-	return lo, hi
+	return testport.Free(t, with...)
 }
 
 // ---- processes ----
