@@ -116,7 +116,12 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 	}
 	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
-	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{})
+	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{
+		MaxBytes:    int(cfg.DLegerBatchMaxBytes),
+		MaxItems:    int(cfg.DLegerBatchMaxItems),
+		MaxInFlight: int(cfg.DLegerBatchMaxInFlight),
+		Linger:      cfg.DLegerBatchLinger(),
+	})
 	logger.Info("raft group member open", "group", cfg.DLegerGroup, "self", cfg.DLegerSelfID,
 		"peers", cfg.DLegerPeers, "dir", dir, "appliedIndex", f.AppliedIndex())
 	if m := node.Membership(); cfg.DLegerJoin && !m.Configured {

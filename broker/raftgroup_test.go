@@ -262,3 +262,30 @@ func TestDLegerMetadataReplayedAfterRestart(t *testing.T) {
 		t.Fatalf("offset after restart %d %v, want 43", off, ok)
 	}
 }
+
+// The group-commit keys reach the leader's batcher: with dLegerBatchMaxItems=1 concurrent sends
+// each travel in an entry of their own (the default coalesces them).
+func TestDLegerBatchKeysApplied(t *testing.T) {
+	cfg := dlegerConfig(t, t.TempDir(), "n0", "n0-"+freeAddr(t))
+	cfg.DLegerBatchMaxItems = 1
+	cfg.DLegerBatchMaxInFlight = 2
+	b := startDLeger(t, cfg)
+	defer b.Close()
+	waitRole(t, b, roleLeader)
+	const n = 20
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", fmt.Sprint(i))})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	if st := b.raft.batcher.Stats(); st.Items != n || st.Entries != n {
+		t.Fatalf("batcher stats %+v, want %d entries of one item", st, n)
+	}
+}

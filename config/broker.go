@@ -130,6 +130,15 @@ type Broker struct {
 	DLegerFastFailover     bool  `prop:"dLegerFastFailover"`     // default true
 	DLegerTrailingLogs     int64 `prop:"dLegerTrailingLogs"`     // entries kept in the log after a snapshot; a node further behind gets the snapshot
 	DLegerWalSegmentSizeMB int64 `prop:"dLegerWalSegmentSizeMB"` // raft-wal segment size, MiB (the log is truncated in whole segments)
+	// Group commit on the leader (dledger.Batcher): concurrent sends coalesce into one Raft
+	// entry of at most dLegerBatchMaxBytes / dLegerBatchMaxItems; up to dLegerBatchMaxInFlight
+	// entries are in Raft at once; with dLegerBatchLingerMs > 0 a new entry waits up to that
+	// long for more sends, but only while another entry is in flight. 0 = dledger's default
+	// (4 MiB, 4096, 4, no linger).
+	DLegerBatchMaxBytes    int64 `prop:"dLegerBatchMaxBytes"`
+	DLegerBatchMaxItems    int64 `prop:"dLegerBatchMaxItems"`
+	DLegerBatchMaxInFlight int64 `prop:"dLegerBatchMaxInFlight"`
+	DLegerBatchLingerMs    int64 `prop:"dLegerBatchLingerMs"`
 
 	// Access control (acl/; README "ACL"). aclEnable is RocketMQ's key; RocketMQ reads the
 	// accounts from conf/plain_acl.yml, here aclConfigFile names the file (required with
@@ -350,6 +359,9 @@ func (b *Broker) DLegerLeaderLeaseTimeout() time.Duration { return ms(b.DLegerLe
 
 // DLegerCommitTimeout is dLegerCommitTimeoutMs as a duration (0 = dledger's default).
 func (b *Broker) DLegerCommitTimeout() time.Duration { return ms(b.DLegerCommitTimeoutMs) }
+
+// DLegerBatchLinger is dLegerBatchLingerMs as a duration (0 = no linger).
+func (b *Broker) DLegerBatchLinger() time.Duration { return ms(b.DLegerBatchLingerMs) }
 
 // DLegerWalSegmentSize is dLegerWalSegmentSizeMB in bytes (0 = dledger's default).
 func (b *Broker) DLegerWalSegmentSize() int { return int(b.DLegerWalSegmentSizeMB) << 20 }

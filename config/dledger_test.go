@@ -210,3 +210,27 @@ func TestDLegerJoin(t *testing.T) {
 		t.Errorf("dLegerJoin without DLedger mode: %v", err)
 	}
 }
+
+// The group-commit keys reach the config, 0 keeps dledger's defaults, and values outside their
+// bounds are errors naming the key.
+func TestDLegerBatchKeys(t *testing.T) {
+	b, w, err := LoadBroker([]string{"-c", writeFile(t, "dLegerBatchMaxBytes=1048576\ndLegerBatchMaxItems=512\n"+
+		"dLegerBatchMaxInFlight=2\ndLegerBatchLingerMs=1\n")})
+	if err != nil || len(w) != 0 {
+		t.Fatalf("load: %v %q", err, w)
+	}
+	if b.DLegerBatchMaxBytes != 1<<20 || b.DLegerBatchMaxItems != 512 || b.DLegerBatchMaxInFlight != 2 || b.DLegerBatchLinger() != time.Millisecond {
+		t.Errorf("values not applied: %d %d %d %v", b.DLegerBatchMaxBytes, b.DLegerBatchMaxItems, b.DLegerBatchMaxInFlight, b.DLegerBatchLinger())
+	}
+	if d := NewBroker(); d.DLegerBatchMaxBytes != 0 || d.DLegerBatchMaxInFlight != 0 || d.DLegerBatchLinger() != 0 {
+		t.Errorf("defaults are not 0 (dledger's own): %+v", d)
+	}
+	for _, bad := range []string{"dLegerBatchMaxBytes=100", "dLegerBatchMaxBytes=134217728", "dLegerBatchMaxItems=-1",
+		"dLegerBatchMaxInFlight=65", "dLegerBatchLingerMs=101", "dLegerBatchLingerMs=-1"} {
+		key := bad[:strings.IndexByte(bad, '=')]
+		_, _, err := LoadBroker([]string{"-c", writeFile(t, bad+"\n")})
+		if err == nil || !strings.Contains(err.Error(), key+":") {
+			t.Errorf("%s: error %v does not name the key", bad, err)
+		}
+	}
+}

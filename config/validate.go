@@ -198,6 +198,10 @@ func (b *Broker) validateRaftTuning() []error {
 		{"dLegerSnapshotThreshold", b.DLegerSnapshotThreshold, 1},
 		{"dLegerTrailingLogs", b.DLegerTrailingLogs, 1},
 		{"dLegerWalSegmentSizeMB", b.DLegerWalSegmentSizeMB, 1},
+		{"dLegerBatchMaxBytes", b.DLegerBatchMaxBytes, 4 << 10},
+		{"dLegerBatchMaxItems", b.DLegerBatchMaxItems, 1},
+		{"dLegerBatchMaxInFlight", b.DLegerBatchMaxInFlight, 1},
+		{"dLegerBatchLingerMs", b.DLegerBatchLingerMs, 0},
 	} {
 		if k.v < 0 || (k.v != 0 && k.v < k.min) {
 			add(k.key, "must be 0 (default) or >= %d, got %d", k.min, k.v)
@@ -215,6 +219,21 @@ func (b *Broker) validateRaftTuning() []error {
 	}
 	if el < hb {
 		add("dLegerElectionTimeoutMs", "%d ms is below the heartbeat timeout %d ms (dLegerHeartbeatTimeoutMs, 0 = %d)", el, hb, DefaultDLegerTimeoutMs)
+	}
+	// Upper bounds: an entry is held in memory by the leader, its followers and the log cache,
+	// and a linger beyond a few milliseconds only adds latency.
+	for _, k := range []struct {
+		key    string
+		v, max int64
+	}{
+		{"dLegerBatchMaxBytes", b.DLegerBatchMaxBytes, 64 << 20},
+		{"dLegerBatchMaxItems", b.DLegerBatchMaxItems, 65536},
+		{"dLegerBatchMaxInFlight", b.DLegerBatchMaxInFlight, 64},
+		{"dLegerBatchLingerMs", b.DLegerBatchLingerMs, 100},
+	} {
+		if k.v > k.max {
+			add(k.key, "must be <= %d, got %d", k.max, k.v)
+		}
 	}
 	if b.DLegerWalSegmentSizeMB > 1024 {
 		add("dLegerWalSegmentSizeMB", "must be <= 1024, got %d", b.DLegerWalSegmentSizeMB)
