@@ -275,8 +275,9 @@ func TestDLegerBatchKeysApplied(t *testing.T) {
 	const n = 20
 	errs := make(chan error, n)
 	for i := range n {
+		rec := testRecord(t, "T", fmt.Sprint(i)) // here: t.Fatal belongs to the test's goroutine
 		go func() {
-			_, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", fmt.Sprint(i))})
+			_, err := b.log.Append(context.Background(), [][]byte{rec})
 			errs <- err
 		}()
 	}
