@@ -359,7 +359,7 @@ func (b *Broker) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *r
 func (b *Broker) registerHandlers(s *remoting.Server) {
 	registerUnsupported(s) // first: a real handler registered below replaces its entry
 	for _, code := range []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
-		s.Handle(code, b.handleSend)
+		s.HandleInline(code, b.handleSend, b.sendsInline)
 	}
 	s.Handle(remoting.PullMessage, b.handlePull)
 	s.Handle(remoting.LitePullMessage, b.handlePull)

@@ -32,6 +32,13 @@ type CommitLog interface {
 	Append(ctx context.Context, records [][]byte) ([]storage.AppendResult, error)
 }
 
+// asyncCommitLog is a CommitLog that can also hand an append's outcome to a callback instead of
+// a waiting goroutine (DLedger mode: the Raft batcher answers all sends of an entry from the one
+// goroutine that saw it commit). then runs exactly once and must not block.
+type asyncCommitLog interface {
+	AppendFunc(ctx context.Context, records [][]byte, then func([]storage.AppendResult, error))
+}
+
 // Broker is one broker process's serving state.
 type Broker struct {
 	cfg        *config.Broker

@@ -97,6 +97,22 @@ func (t timedCommitLog) Append(ctx context.Context, records [][]byte) ([]storage
 	return res, err
 }
 
+// AppendFunc times the asynchronous append as Append times the synchronous one.
+func (t timedCommitLog) AppendFunc(ctx context.Context, records [][]byte, then func([]storage.AppendResult, error)) {
+	a, ok := t.CommitLog.(asyncCommitLog)
+	if !ok {
+		then(t.Append(ctx, records))
+		return
+	}
+	start := time.Now()
+	a.AppendFunc(ctx, records, func(res []storage.AppendResult, err error) {
+		if err == nil {
+			t.h.ObserveDuration(time.Since(start))
+		}
+		then(res, err)
+	})
+}
+
 func (m *brokerMetrics) topic(t string) *topicMetrics {
 	if v, ok := m.topics.Load(t); ok {
 		return v.(*topicMetrics)

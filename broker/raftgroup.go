@@ -166,6 +166,22 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 		return nil, err
 	}
 	res, err := rg.batcher.Submit(ctx, records)
+	return checkAppend(records, res, err)
+}
+
+// AppendFunc is Append with the outcome handed to then (see asyncCommitLog).
+func (rg *raftGroup) AppendFunc(ctx context.Context, records [][]byte, then func([]storage.AppendResult, error)) {
+	if err := rg.checkSpace(records); err != nil {
+		then(nil, err)
+		return
+	}
+	rg.batcher.SubmitFunc(ctx, records, func(res []storage.AppendResult, err error) {
+		then(checkAppend(records, res, err))
+	})
+}
+
+// checkAppend wraps a batcher outcome's error and checks it has a result per record.
+func checkAppend(records [][]byte, res []storage.AppendResult, err error) ([]storage.AppendResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replicated append: %w", err)
 	}

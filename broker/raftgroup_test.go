@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"rocketraft/fsm"
 	"rocketraft/internal/testport"
 	"rocketraft/message"
+	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -288,5 +291,95 @@ func TestDLegerBatchKeysApplied(t *testing.T) {
 	}
 	if st := b.raft.batcher.Stats(); st.Items != n || st.Entries != n {
 		t.Fatalf("batcher stats %+v, want %d entries of one item", st, n)
+	}
+}
+
+// On a DLedger leader, sends to a topic it has are served on the connection's read goroutine
+// and answered from the batcher's commit path (conn.Defer); everything that could wait is not
+// served inline: a new topic (created through Raft), a retry topic, a follower, classic mode.
+// Concurrent sends over one connection all get their own answers, and the shutdown drain's
+// count of sends being served returns to zero (deferred answers reach the OnRequest hook).
+func TestDLegerSendsServedInline(t *testing.T) {
+	cfg := dlegerConfig(t, t.TempDir(), "n0", "n0-"+freeAddr(t))
+	b := startDLeger(t, cfg)
+	defer b.Close()
+	waitRole(t, b, roleLeader)
+	v2 := func(topic string) *remoting.Command {
+		h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1}
+		return remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), []byte("hello"))
+	}
+	v1 := func(topic string) *remoting.Command {
+		h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1}
+		return remoting.NewRequest(remoting.SendMessage, h.ToExt(), []byte("hello"))
+	}
+	if b.sendsInline(v2("Fresh")) || b.sendsInline(v1("Fresh")) {
+		t.Fatal("a send that creates its topic would be served inline")
+	}
+
+	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if resp, err := c.Invoke(ctx, b.server.Addr(), v2("Fresh")); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("first send (auto-creates the topic): %v %+v", err, resp)
+	}
+	if !b.sendsInline(v2("Fresh")) || !b.sendsInline(v1("Fresh")) {
+		t.Fatal("a send to an existing topic on the leader is not served inline")
+	}
+	if b.sendsInline(v2("%RETRY%pg")) {
+		t.Fatal("a send to a retry topic would be served inline")
+	}
+
+	const n = 200
+	offsets := make(chan int64, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := v2("Fresh")
+			if i%2 == 1 {
+				req = v1("Fresh")
+			}
+			resp, err := c.Invoke(ctx, b.server.Addr(), req)
+			if err != nil || resp.Code != remoting.Success || resp.Ext("msgId") == "" {
+				errs <- fmt.Errorf("send %d: %v %+v", i, err, resp)
+				return
+			}
+			off, err := strconv.ParseInt(resp.Ext("queueOffset"), 10, 64)
+			if err != nil {
+				errs <- fmt.Errorf("send %d: queueOffset %q", i, resp.Ext("queueOffset"))
+				return
+			}
+			offsets <- off
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(offsets)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	for off := range offsets {
+		if seen[off] || off < 1 || off > n {
+			t.Fatalf("queue offset %d repeated or outside 1..%d", off, n)
+		}
+		seen[off] = true
+	}
+	if got := b.sd.inflight.Load(); got != 0 {
+		t.Fatalf("%d sends still counted in flight after all were answered", got)
+	}
+
+	b.role.set(roleFollower)
+	if b.sendsInline(v2("Fresh")) {
+		t.Fatal("a follower (which forwards) would serve a send inline")
+	}
+	b.role.set(roleLeader)
+	classic := &Broker{cfg: cfg, topics: b.topics}
+	classic.role.set(roleLeader)
+	if classic.sendsInline(v2("Fresh")) {
+		t.Fatal("classic mode (appends wait for the store) would serve a send inline")
 	}
 }

@@ -116,22 +116,56 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
+	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, records: records,
+		inTopic: inTopic, inProps: inProps, respQueueID: respQueueID}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
-	defer cancel()
-	results, err := b.log.Append(ctx, records)
+	alog, async := b.log.(asyncCommitLog)
+	if !async {
+		defer cancel()
+		results, err := b.log.Append(ctx, records)
+		return b.finishSend(s, results, err)
+	}
+	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
+	// handler goroutine parked per send.
+	answer := conn.Defer(req)
+	alog.AppendFunc(ctx, records, func(results []storage.AppendResult, err error) {
+		cancel()
+		finish := func() *remoting.Command { return b.finishSend(s, results, err) }
+		if errors.Is(err, dledger.ErrNotLeader) {
+			go answer.Answer(finish) // forwards to the new leader: may wait
+			return
+		}
+		answer.Answer(finish)
+	})
+	return nil
+}
+
+// sendInFlight is what answering a send needs once its append has an outcome.
+type sendInFlight struct {
+	conn             *remoting.Conn
+	req, resp        *remoting.Command
+	h                *protocol.SendMessageRequestHeader
+	records          [][]byte
+	inTopic, inProps string // as the client sent them, for metrics
+	respQueueID      int32
+}
+
+// finishSend turns an append's outcome into the send's answer.
+func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err error) *remoting.Command {
+	resp, h := s.resp, s.h
 	if errors.Is(err, dledger.ErrNotLeader) {
 		// Leadership moved before the records were proposed (a transfer, or a lost lease): they
 		// are not in the log, so the new leader can take them, and a client with a stale route
 		// keeps succeeding.
-		if fwd := b.forwardUnproposed(conn, req); fwd != nil {
+		if fwd := b.forwardUnproposed(s.conn, s.req); fwd != nil {
 			return fwd
 		}
 	}
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
-		code, remark := errorCode(err)
 		b.logger.Warn("append failed", "topic", h.Topic, "error", err)
-		markRefusal(req, resp, err)
-		return fail(code, "%s", remark)
+		resp.Code, resp.Remark = errorCode(err)
+		markRefusal(s.req, resp, err)
+		return resp
 	}
 	if errors.Is(err, storage.ErrFlushDiskTimeout) {
 		resp.Code = remoting.FlushDiskTimeout
@@ -141,11 +175,28 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		resp.Code, resp.Remark = code, remark
 	}
 	b.stats.recordPut(h.Topic, len(results))
-	b.metrics.recordIn(inTopic, messageTypeOf(inProps), h.Topic, inProps, records)
+	b.metrics.recordIn(s.inTopic, messageTypeOf(s.inProps), h.Topic, s.inProps, s.records)
 	resp.SetExt("msgId", b.msgIDs(results))
-	resp.SetExt("queueId", strconv.FormatInt(int64(respQueueID), 10))
+	resp.SetExt("queueId", strconv.FormatInt(int64(s.respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
+}
+
+// sendsInline tells the remoting server when a send may be served on its connection's read
+// goroutine (Server.HandleInline): on a DLedger leader, for a plain send to a topic it already
+// has, handleSend only validates, encodes and queues the records for the batcher, which answers
+// later (conn.Defer), so nothing waits. Everything that could wait goes to a worker as other
+// requests do: a follower forwards to the leader, a new topic or a retry topic is created through
+// Raft, and classic mode appends (and may wait for a flush or a slave) on the handler goroutine.
+func (b *Broker) sendsInline(req *remoting.Command) bool {
+	if b.raft == nil || b.role.get() != roleLeader {
+		return false
+	}
+	topic := req.Ext("topic")
+	if req.Code != remoting.SendMessage {
+		topic = req.Ext("b") // SEND_MESSAGE_V2's short names
+	}
+	return !strings.HasPrefix(topic, message.RetryTopicPrefix) && b.topics.Exists(topic)
 }
 
 // resolveSendTopic finds the target topic, creating it from the default topic

@@ -96,7 +96,25 @@ type pending[T, R any] struct {
 	size      int
 	taken     bool // moved into an entry (guarded by Batcher.mu)
 	cancelled bool // caller gave up before it was taken (guarded by Batcher.mu)
-	done      chan Result[R]
+
+	// Exactly one of done (Submit) and then (SubmitFunc) is set.
+	done     chan Result[R]
+	then     func(R, error)
+	answered atomic.Bool // then was called (by the entry's outcome or by ctx's end)
+	stop     func() bool // unregisters the ctx callback of SubmitFunc
+}
+
+// finish delivers the item's result to its caller, once.
+func (p *pending[T, R]) finish(r Result[R]) {
+	if p.then == nil {
+		p.done <- r
+		return
+	}
+	if p.answered.Swap(true) {
+		return
+	}
+	p.stop()
+	p.then(r.Value, r.Err)
 }
 
 // NewBatcher starts a batcher applying through node. Close it before shutting the node down.
@@ -130,12 +148,55 @@ func NewBatcher[T, R any](node *Node, codec BatchCodec[T, R], opts BatchOptions)
 // (*NotLeaderError, ErrLeadershipLost, ...) or the item. If ctx ends before the item was put in an
 // entry it is dropped (never applied); after that, ctx.Err() is returned but the item may commit.
 func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
+	if err := ctx.Err(); err != nil {
+		var zero R
+		return zero, err
+	}
 	p := &pending[T, R]{item: item, size: b.codec.Size(item), done: make(chan Result[R], 1)}
+	if !b.enqueue(p) {
+		var zero R
+		return zero, ErrShutdown
+	}
+	select {
+	case r := <-p.done:
+		return r.Value, r.Err
+	case <-ctx.Done():
+		b.cancel(p)
+		var zero R
+		return zero, ctx.Err()
+	}
+}
+
+// SubmitFunc is Submit without a waiting goroutine: it queues item and returns at once, and then
+// is called exactly once with what Submit would have returned. It runs on the goroutine that saw
+// the entry's outcome (one call after another for the items of an entry), on ctx's timer
+// goroutine, or before SubmitFunc returns if ctx has ended or the batcher is closed, so it must
+// not block: a server answers a request from it and moves on.
+func (b *Batcher[T, R]) SubmitFunc(ctx context.Context, item T, then func(R, error)) {
+	if err := ctx.Err(); err != nil {
+		var zero R
+		then(zero, err)
+		return
+	}
+	p := &pending[T, R]{item: item, size: b.codec.Size(item), then: then}
+	p.stop = context.AfterFunc(ctx, func() {
+		b.cancel(p)
+		if !p.answered.Swap(true) {
+			var zero R
+			p.then(zero, ctx.Err())
+		}
+	})
+	if !b.enqueue(p) {
+		p.finish(Result[R]{Err: ErrShutdown})
+	}
+}
+
+// enqueue queues p for the next entry; false if the batcher is closed.
+func (b *Batcher[T, R]) enqueue(p *pending[T, R]) bool {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		var zero R
-		return zero, ErrShutdown
+		return false
 	}
 	b.queue = append(b.queue, p)
 	b.bytes += p.size
@@ -144,18 +205,16 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
 	case b.wake <- struct{}{}:
 	default:
 	}
-	select {
-	case r := <-p.done:
-		return r.Value, r.Err
-	case <-ctx.Done():
-		b.mu.Lock()
-		if !p.taken {
-			p.cancelled = true
-		}
-		b.mu.Unlock()
-		var zero R
-		return zero, ctx.Err()
+	return true
+}
+
+// cancel drops p from the next entry if it was not yet put in one.
+func (b *Batcher[T, R]) cancel(p *pending[T, R]) {
+	b.mu.Lock()
+	if !p.taken {
+		p.cancelled = true
 	}
+	b.mu.Unlock()
 }
 
 // Stats returns counters since NewBatcher.
@@ -296,9 +355,9 @@ func (b *Batcher[T, R]) complete(batch []*pending[T, R], f raft.ApplyFuture) {
 	results, err := b.outcome(f, len(batch))
 	for i, p := range batch {
 		if err != nil {
-			p.done <- Result[R]{Err: err}
+			p.finish(Result[R]{Err: err})
 		} else {
-			p.done <- results[i]
+			p.finish(results[i])
 		}
 	}
 }
@@ -325,6 +384,6 @@ func (b *Batcher[T, R]) failQueued() {
 	b.queue, b.bytes = nil, 0
 	b.mu.Unlock()
 	for _, p := range q {
-		p.done <- Result[R]{Err: ErrShutdown}
+		p.finish(Result[R]{Err: ErrShutdown})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hashicorp/raft"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,3 +183,109 @@ func TestBatcherContextCancelled(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// SubmitFunc delivers each item's result to its callback exactly once, without a waiting
+// goroutine: results of concurrent items, a context that ends before the item was taken, and a
+// closed batcher.
+func TestBatcherSubmitFunc(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	lead := c.leader(electionBound)
+	b := NewBatcher(lead, testCodec, BatchOptions{})
+	const n = 500
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range n {
+		item := fmt.Sprintf("m%d", i)
+		b.SubmitFunc(context.Background(), item, func(r string, err error) {
+			defer wg.Done()
+			if err != nil || r != "ok:"+item {
+				t.Errorf("submit %s = %q, %v", item, r, err)
+			}
+			mu.Lock()
+			got[item]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for item, k := range got {
+		if k != 1 {
+			t.Fatalf("%s answered %d times", item, k)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("%d of %d items answered", len(got), n)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	done := make(chan error, 2)
+	b.SubmitFunc(ctx, "cancelled", func(_ string, err error) { done <- err })
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled submit: %v", err)
+		}
+	case <-time.After(electionBound):
+		t.Fatal("a cancelled submit was never answered")
+	}
+
+	b.Close()
+	b.SubmitFunc(context.Background(), "late", func(_ string, err error) { done <- err })
+	if err := <-done; !errors.Is(err, ErrShutdown) {
+		t.Fatalf("submit after close: %v", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if len(done) != 0 {
+		t.Fatalf("a callback ran twice: %v", <-done)
+	}
+	for _, e := range c.fsms[lead.ID()].(*testFSM).log() {
+		if strings.Contains(string(e), `"cancelled"`) || strings.Contains(string(e), `"late"`) {
+			t.Fatalf("entry %s holds an item that was cancelled or refused", e)
+		}
+	}
+}
+
+// An item whose context ends while it waits for a slot (the entry ahead cannot commit: the
+// followers are gone) is answered with the context's error when it ends, not when the entry
+// ahead fails; the stuck entry's item is answered once leadership is lost.
+func TestBatcherSubmitFuncDeadlineWhileQueued(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	lead := c.leader(electionBound)
+	for id := range c.nodes {
+		if id != lead.ID() {
+			c.stop(id)
+		}
+	}
+	b := NewBatcher(lead, testCodec, BatchOptions{MaxInFlight: 1})
+	defer b.Close()
+	stuck := make(chan error, 2)
+	b.SubmitFunc(context.Background(), "stuck", func(_ string, err error) { stuck <- err })
+	time.Sleep(20 * time.Millisecond) // "stuck" is taken into the one in-flight entry
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	queued := make(chan error, 2)
+	start := time.Now()
+	b.SubmitFunc(ctx, "queued", func(_ string, err error) { queued <- err })
+	select {
+	case err := <-queued:
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 400*time.Millisecond {
+			t.Fatalf("queued item answered %v after %v, want its deadline at 100ms", err, time.Since(start))
+		}
+	case <-time.After(electionBound):
+		t.Fatal("an item whose deadline passed in the queue was not answered")
+	}
+	select {
+	case err := <-stuck:
+		if err == nil {
+			t.Fatal("an entry without a quorum succeeded")
+		}
+	case <-time.After(electionBound):
+		t.Fatal("the entry without a quorum was never answered")
+	}
+	b.Close()
+	if len(queued) != 0 || len(stuck) != 0 {
+		t.Fatal("a callback ran twice")
+	}
+}

@@ -38,6 +38,10 @@ type handlerTable map[int32]Handler
 // Server.HandleInOrder); filled before a server starts and read-only afterwards.
 type orderedCodes map[int32]bool
 
+// inlineCodes are the request codes a connection may serve on its read goroutine, with the
+// predicate that decides it per request (see Server.HandleInline); read-only once serving.
+type inlineCodes map[int32]func(*Command) bool
+
 // Conn is one TCP connection in either direction. Requests arriving on it are
 // served concurrently (responses may leave out of order, matched by opaque),
 // except those of ordered codes, which are served one after another in arrival order,
@@ -67,6 +71,7 @@ type Conn struct {
 
 	// ordered codes are queued on lane and served by at most one worker at a time.
 	ordered  orderedCodes
+	inline   inlineCodes
 	laneMu   sync.Mutex
 	lane     []*Command
 	laneBusy bool
@@ -281,6 +286,10 @@ func (c *Conn) readLoop() {
 			c.enqueueOrdered(cmd)
 			continue
 		}
+		if inline := c.inline[cmd.Code]; inline != nil && inline(cmd) {
+			c.dispatch(cmd)
+			continue
+		}
 		runTask(task{c: c, req: cmd})
 	}
 }
@@ -385,7 +394,16 @@ func (c *Conn) dispatch(req *Command) {
 		start = time.Now()
 	}
 	resp := c.handle(req)
-	if resp == nil || req.IsOneway() {
+	if resp == nil {
+		return
+	}
+	c.answer(req, resp, start)
+}
+
+// answer completes resp as req's response and queues it; start is when req began being served
+// (zero when there is no OnRequest hook).
+func (c *Conn) answer(req, resp *Command, start time.Time) {
+	if req.IsOneway() {
 		return
 	}
 	if c.onRequest != nil {
@@ -402,21 +420,57 @@ func (c *Conn) dispatch(req *Command) {
 	}
 }
 
-func (c *Conn) handle(req *Command) (resp *Command) {
+// Deferred is a request whose handler returned nil and answers later from another goroutine:
+// a send completed by the Raft batcher answers every send of an entry from the goroutine that
+// saw the entry commit, instead of waking one parked handler goroutine per send.
+type Deferred struct {
+	c     *Conn
+	req   *Command
+	start time.Time
+}
+
+// Defer lets a handler answer req later: it returns nil and calls Answer once, from any
+// goroutine. Unlike Reply, Answer fills in the response's opaque, flag and serialize type and
+// reports the request to ServerConfig.OnRequest with the time until the answer.
+func (c *Conn) Defer(req *Command) *Deferred {
+	d := &Deferred{c: c, req: req}
+	if c.onRequest != nil {
+		d.start = time.Now()
+	}
+	return d
+}
+
+// Answer sends what f returns as the deferred request's response (nothing for a oneway request
+// or a nil result). A panic in f is answered SYSTEM_ERROR and logged, as a handler's is.
+func (d *Deferred) Answer(f func() *Command) {
+	if resp := d.c.safely(d.req, f); resp != nil {
+		d.c.answer(d.req, resp, d.start)
+	}
+}
+
+func (c *Conn) handle(req *Command) *Command {
+	return c.safely(req, func() *Command {
+		if c.intercept != nil {
+			if refused := c.intercept(c, req); refused != nil {
+				return refused
+			}
+		}
+		h, ok := c.handlers[req.Code]
+		if !ok {
+			return req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
+		}
+		return h(c, req)
+	})
+}
+
+// safely runs f, which serves req, turning a panic into a SYSTEM_ERROR answer and a log line so
+// one bad request cannot take the server down.
+func (c *Conn) safely(req *Command, f func() *Command) (resp *Command) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.logger.Error("handler panicked", "code", req.Code, "remote", c.RemoteAddr(), "panic", r)
 			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
 		}
 	}()
-	if c.intercept != nil {
-		if refused := c.intercept(c, req); refused != nil {
-			return refused
-		}
-	}
-	h, ok := c.handlers[req.Code]
-	if !ok {
-		return req.NewResponse(RequestCodeNotSupported, fmt.Sprintf(" request type %d not supported", req.Code))
-	}
-	return h(c, req)
+	return f()
 }

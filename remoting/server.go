@@ -24,7 +24,8 @@ type ServerConfig struct {
 	// OnRequest, if set, is called after each request is answered with its code, the response
 	// code and the time the handler took: the hook rpc latency metrics hang on, so this package
 	// knows nothing of Prometheus. It runs on the serving goroutine and must be cheap. Requests
-	// answered later through Conn.Reply (long polling) and oneway requests are not reported.
+	// answered later through Conn.Defer are reported when answered; those answered through
+	// Conn.Reply (long polling) and oneway requests are not reported.
 	OnRequest func(code, respCode int32, elapsed time.Duration)
 	// Intercept, when set, sees every request before its handler (access control): a non-nil
 	// result is sent as the answer and the handler is not run.
@@ -36,6 +37,7 @@ type Server struct {
 	cfg      ServerConfig
 	handlers handlerTable
 	ordered  orderedCodes
+	inline   inlineCodes
 	ln       net.Listener
 
 	mu           sync.Mutex
@@ -56,12 +58,16 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 120 * time.Second
 	}
-	return &Server{cfg: cfg, handlers: handlerTable{}, ordered: orderedCodes{}, conns: map[*Conn]struct{}{}}
+	return &Server{cfg: cfg, handlers: handlerTable{}, ordered: orderedCodes{}, inline: inlineCodes{}, conns: map[*Conn]struct{}{}}
 }
 
 // Handle registers h for a request code. Codes without a handler are answered
 // REQUEST_CODE_NOT_SUPPORTED.
-func (s *Server) Handle(code int32, h Handler) { s.handlers[code] = h }
+func (s *Server) Handle(code int32, h Handler) {
+	s.handlers[code] = h
+	delete(s.ordered, code)
+	delete(s.inline, code)
+}
 
 // HandleInOrder registers h for a request code whose requests, on one connection, must take
 // effect in the order they were sent. Requests are otherwise served concurrently, so a client's
@@ -72,6 +78,20 @@ func (s *Server) Handle(code int32, h Handler) { s.handlers[code] = h }
 func (s *Server) HandleInOrder(code int32, h Handler) {
 	s.handlers[code] = h
 	s.ordered[code] = true
+	delete(s.inline, code)
+}
+
+// HandleInline registers h for a request code whose requests may be served on the connection's
+// read goroutine instead of being handed to a worker: for each request, when inline(req) is true.
+// Handing a request to a worker wakes another goroutine (and often another OS thread); for a
+// request that costs a few microseconds, such as a send a Raft leader only queues for its next
+// entry and answers later through Conn.Defer, the hand-off costs more than the work. While h
+// runs, the connection reads nothing, so inline must say no whenever h could block. Requests of
+// a connection served inline are also served in arrival order.
+func (s *Server) HandleInline(code int32, h Handler, inline func(req *Command) bool) {
+	s.handlers[code] = h
+	s.inline[code] = inline
+	delete(s.ordered, code)
 }
 
 // OnDisconnect registers a callback run when a connection closes, so owners of
@@ -140,6 +160,7 @@ func (s *Server) acceptLoop() {
 		c.onRequest = s.cfg.OnRequest
 		c.intercept = s.cfg.Intercept
 		c.ordered = s.ordered
+		c.inline = s.inline
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()

@@ -1,0 +1,149 @@
+package remoting
+
+import (
+	"bufio"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestInlineAndDeferred: requests a HandleInline predicate accepts are served on the read
+// goroutine in arrival order and may be answered later, from another goroutine, through Defer
+// (OnRequest reporting the time until the answer); requests it refuses go to workers, so one
+// that blocks does not hold the connection up; a deferred answer that panics is answered
+// SYSTEM_ERROR.
+func TestInlineAndDeferred(t *testing.T) {
+	const n = 100
+	var mu sync.Mutex
+	var order []int
+	var deferred []*Deferred
+	var reported []time.Duration
+	allIn := make(chan struct{})
+	release := make(chan struct{})
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", OnRequest: func(code, _ int32, d time.Duration) {
+		if code == SendMessageV2 {
+			mu.Lock()
+			reported = append(reported, d)
+			mu.Unlock()
+		}
+	}})
+	s.HandleInline(SendMessageV2, func(conn *Conn, req *Command) *Command {
+		if req.Ext("block") != "" {
+			<-release // only ever on a worker: the predicate refuses it
+			return req.NewResponse(Success, "unblocked")
+		}
+		seq, _ := strconv.Atoi(req.Ext("seq"))
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, seq)
+		deferred = append(deferred, conn.Defer(req))
+		if len(deferred) == n {
+			close(allIn)
+		}
+		return nil
+	}, func(req *Command) bool { return req.Ext("block") == "" })
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	var frames []byte
+	add := func(opaque int32, ext map[string]string) {
+		req := NewRequest(SendMessageV2, ext, nil)
+		req.Opaque = opaque
+		f, err := Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f...)
+	}
+	add(1000, map[string]string{"block": "1"})
+	for i := range n {
+		add(int32(i), map[string]string{"seq": strconv.Itoa(i)})
+	}
+	if _, err := nc.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-allIn:
+	case <-time.After(10 * time.Second):
+		t.Fatal("inline requests were not served while a refused one blocked its worker")
+	}
+	time.Sleep(20 * time.Millisecond) // measurable time until the answers
+	mu.Lock()
+	for i, seq := range order {
+		if seq != i {
+			mu.Unlock()
+			t.Fatalf("inline requests served in order %v, want arrival order", order)
+		}
+	}
+	answers := deferred
+	mu.Unlock()
+	// Answer from other goroutines, last first; the 7th panics.
+	var wg sync.WaitGroup
+	for i := len(answers) - 1; i >= 0; i-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i].Answer(func() *Command {
+				if i == 7 {
+					panic("boom")
+				}
+				resp := NewRequest(0, map[string]string{"seq": strconv.Itoa(i)}, nil)
+				resp.Code = Success
+				return resp
+			})
+		}()
+	}
+	wg.Wait()
+	close(release)
+
+	r := bufio.NewReader(nc)
+	seen := map[int32]bool{}
+	for range n + 1 {
+		frame, err := ReadFrame(r, DefaultMaxFrameSize)
+		if err != nil {
+			t.Fatalf("reading answers (%d so far): %v", len(seen), err)
+		}
+		resp, err := Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !resp.IsResponse() || seen[resp.Opaque] {
+			t.Fatalf("answer %+v: not a response, or a second one for its opaque", resp)
+		}
+		seen[resp.Opaque] = true
+		switch {
+		case resp.Opaque == 1000:
+			if resp.Remark != "unblocked" {
+				t.Fatalf("blocked request answered %+v", resp)
+			}
+		case resp.Opaque == 7:
+			if resp.Code != SystemError {
+				t.Fatalf("panicking deferred answer: %+v, want SYSTEM_ERROR", resp)
+			}
+		default:
+			if resp.Code != Success || resp.Ext("seq") != strconv.Itoa(int(resp.Opaque)) {
+				t.Fatalf("answer %+v does not match its request", resp)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != n+1 {
+		t.Fatalf("OnRequest saw %d sends, want %d", len(reported), n+1)
+	}
+	for _, d := range reported {
+		if d < 20*time.Millisecond {
+			t.Fatalf("OnRequest reported %v for a request answered after at least 20ms", d)
+		}
+	}
+}
