@@ -263,11 +263,13 @@ func (b *Broker) forwardUnproposed(conn *remoting.Conn, req *remoting.Command) *
 // bornHost is the client's address: the connection's peer, or for a write a follower forwarded,
 // the address the follower received it from.
 func bornHost(conn *remoting.Conn, req *remoting.Command) netip.AddrPort {
-	s := conn.RemoteAddr()
-	if req.Ext(extForwarded) != "" && req.Ext(extBornHost) != "" {
-		s = req.Ext(extBornHost)
+	if req.Ext(extForwarded) == "" || req.Ext(extBornHost) == "" {
+		if ap := conn.RemoteAddrPort(); ap.IsValid() {
+			return ap
+		}
+		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}
-	ap, err := netip.ParseAddrPort(s)
+	ap, err := netip.ParseAddrPort(req.Ext(extBornHost))
 	if err != nil {
 		return netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
 	}

@@ -98,14 +98,16 @@ func (t timedCommitLog) Append(ctx context.Context, records [][]byte) ([]storage
 }
 
 // AppendFunc times the asynchronous append as Append times the synchronous one.
-func (t timedCommitLog) AppendFunc(ctx context.Context, records [][]byte, then func([]storage.AppendResult, error)) {
+func (t timedCommitLog) AppendFunc(deadline time.Time, records [][]byte, then func([]storage.AppendResult, error)) {
 	a, ok := t.CommitLog.(asyncCommitLog)
 	if !ok {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
 		then(t.Append(ctx, records))
 		return
 	}
 	start := time.Now()
-	a.AppendFunc(ctx, records, func(res []storage.AppendResult, err error) {
+	a.AppendFunc(deadline, records, func(res []storage.AppendResult, err error) {
 		if err == nil {
 			t.h.ObserveDuration(time.Since(start))
 		}
@@ -187,11 +189,11 @@ func messageTypeOf(props string) int {
 	if _, ok := propValue(props, message.PropertyShardingKey); ok {
 		return msgFIFO
 	}
-	for _, k := range [...]string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS,
-		message.PropertyTimerDelaySec, "TIMER_DELAY_MS", "__STARTDELIVERTIME"} {
-		if _, ok := propValue(props, k); ok {
-			return msgDelay
-		}
+	if hasDelayProperty(props) {
+		return msgDelay
+	}
+	if _, ok := propValue(props, "__STARTDELIVERTIME"); ok {
+		return msgDelay
 	}
 	return msgNormal
 }

@@ -170,12 +170,12 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 }
 
 // AppendFunc is Append with the outcome handed to then (see asyncCommitLog).
-func (rg *raftGroup) AppendFunc(ctx context.Context, records [][]byte, then func([]storage.AppendResult, error)) {
+func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, then func([]storage.AppendResult, error)) {
 	if err := rg.checkSpace(records); err != nil {
 		then(nil, err)
 		return
 	}
-	rg.batcher.SubmitFunc(ctx, records, func(res []storage.AppendResult, err error) {
+	rg.batcher.SubmitFunc(deadline, records, func(res []storage.AppendResult, err error) {
 		then(checkAppend(records, res, err))
 	})
 }

@@ -94,6 +94,9 @@ func (b *Broker) applyDelay(h *protocol.SendMessageRequestHeader, now time.Time)
 	if t := h.SysFlag & message.TransactionTypeMask; t != message.TransactionNotType && t != message.TransactionCommitType {
 		return remoting.Success, ""
 	}
+	if !hasDelayProperty(h.Properties) {
+		return remoting.Success, "" // most sends: no need to parse the properties into a map
+	}
 	props := message.ParseProperties(h.Properties)
 	level, hasLevel := 0, false
 	if s, ok := props[message.PropertyDelayTimeLevel]; ok {
@@ -129,6 +132,17 @@ func (b *Broker) applyDelay(h *protocol.SendMessageRequestHeader, now time.Time)
 	h.Topic = meta.ScheduleTopic
 	h.QueueID = int32(level - 1)
 	return remoting.Success, ""
+}
+
+// hasDelayProperty reports whether encoded properties name a delay level or a timer.
+func hasDelayProperty(props string) bool {
+	for _, k := range [...]string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS,
+		message.PropertyTimerDelaySec, propertyTimerDelayMS} {
+		if _, ok := propValue(props, k); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // timerDue reads the 5.x timer properties: TIMER_DELIVER_MS (absolute epoch ms) or

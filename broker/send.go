@@ -101,26 +101,27 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
 	// requested queue. A half message is never delayed.
 	respQueueID := h.QueueID
+	now := time.Now()
 	if isTransactionalSend(h) {
 		if batch {
 			return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
 		}
 		toHalfMessage(h)
 	} else if !batch {
-		if code, remark := b.applyDelay(h, time.Now()); code != remoting.Success {
+		if code, remark := b.applyDelay(h, now); code != remoting.Success {
 			return fail(code, "%s", remark)
 		}
 	}
 
-	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch)
+	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch, now)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
 	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, records: records,
 		inTopic: inTopic, inProps: inProps, respQueueID: respQueueID}
-	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	alog, async := b.log.(asyncCommitLog)
 	if !async {
+		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
 		results, err := b.log.Append(ctx, records)
 		return b.finishSend(s, results, err)
@@ -128,8 +129,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send.
 	answer := conn.Defer(req)
-	alog.AppendFunc(ctx, records, func(results []storage.AppendResult, err error) {
-		cancel()
+	alog.AppendFunc(now.Add(sendTimeout), records, func(results []storage.AppendResult, err error) {
 		finish := func() *remoting.Command { return b.finishSend(s, results, err) }
 		if errors.Is(err, dledger.ErrNotLeader) {
 			go answer.Answer(finish) // forwards to the new leader: may wait
@@ -266,14 +266,14 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, 
 
 // encodeSend turns the request into stored records: one for a single send,
 // one per entry for a batch, all stamped with the same store time.
-func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, body []byte, batch bool) ([][]byte, error) {
+func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, body []byte, batch bool, now time.Time) ([][]byte, error) {
 	m := &message.Message{
 		Topic:          h.Topic,
 		QueueID:        h.QueueID,
 		SysFlag:        h.SysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHost,
-		StoreTimestamp: time.Now().UnixMilli(),
+		StoreTimestamp: now.UnixMilli(),
 		StoreHost:      b.storeHost,
 		ReconsumeTimes: h.ReconsumeTimes,
 	}

@@ -55,12 +55,10 @@ const (
 // it is a retry with a delay level (RocketMQ's exception, so a consumer's retry of a committed
 // transactional message is not held again).
 func isTransactionalSend(h *protocol.SendMessageRequestHeader) bool {
-	props := []byte(h.Properties)
-	v, ok := message.PropertyValue(props, message.PropertyTransactionPrepared)
-	if !ok || string(v) != "true" {
+	if v, ok := propValue(h.Properties, message.PropertyTransactionPrepared); !ok || v != "true" {
 		return false
 	}
-	if _, delayed := message.PropertyValue(props, message.PropertyDelayTimeLevel); delayed && h.ReconsumeTimes > 0 {
+	if _, delayed := propValue(h.Properties, message.PropertyDelayTimeLevel); delayed && h.ReconsumeTimes > 0 {
 		return false
 	}
 	return true

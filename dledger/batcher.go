@@ -97,23 +97,19 @@ type pending[T, R any] struct {
 	taken     bool // moved into an entry (guarded by Batcher.mu)
 	cancelled bool // caller gave up before it was taken (guarded by Batcher.mu)
 
-	// Exactly one of done (Submit) and then (SubmitFunc) is set.
+	// Exactly one of done (Submit) and then (SubmitFunc) is set. An item leaves the queue once,
+	// under Batcher.mu (taken, expired or failed at close), so it is finished once.
 	done     chan Result[R]
 	then     func(R, error)
-	answered atomic.Bool // then was called (by the entry's outcome or by ctx's end)
-	stop     func() bool // unregisters the ctx callback of SubmitFunc
+	deadline time.Time // SubmitFunc: drop the item if it is still queued then
 }
 
-// finish delivers the item's result to its caller, once.
+// finish delivers the item's result to its caller.
 func (p *pending[T, R]) finish(r Result[R]) {
 	if p.then == nil {
 		p.done <- r
 		return
 	}
-	if p.answered.Swap(true) {
-		return
-	}
-	p.stop()
 	p.then(r.Value, r.Err)
 }
 
@@ -168,24 +164,16 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
 }
 
 // SubmitFunc is Submit without a waiting goroutine: it queues item and returns at once, and then
-// is called exactly once with what Submit would have returned. It runs on the goroutine that saw
-// the entry's outcome (one call after another for the items of an entry), on ctx's timer
-// goroutine, or before SubmitFunc returns if ctx has ended or the batcher is closed, so it must
-// not block: a server answers a request from it and moves on.
-func (b *Batcher[T, R]) SubmitFunc(ctx context.Context, item T, then func(R, error)) {
-	if err := ctx.Err(); err != nil {
-		var zero R
-		then(zero, err)
-		return
-	}
-	p := &pending[T, R]{item: item, size: b.codec.Size(item), then: then}
-	p.stop = context.AfterFunc(ctx, func() {
-		b.cancel(p)
-		if !p.answered.Swap(true) {
-			var zero R
-			p.then(zero, ctx.Err())
-		}
-	})
+// is called exactly once with what Submit would have returned. If the item is still queued at
+// deadline (every in-flight slot busy with entries that do not commit), it is dropped, never
+// applied, and answered context.DeadlineExceeded; once in an entry, its answer is the entry's
+// outcome, which Raft always delivers (commit, lost leadership, shutdown). then runs on the
+// goroutine that saw the entry's outcome (one call after another for the items of an entry), on
+// the batcher's goroutine (expired), or before SubmitFunc returns (batcher closed), so it must
+// not block: a server answers a request from it and moves on. A zero deadline never expires. A
+// deadline instead of a context spares a timer per item.
+func (b *Batcher[T, R]) SubmitFunc(deadline time.Time, item T, then func(R, error)) {
+	p := &pending[T, R]{item: item, size: b.codec.Size(item), then: then, deadline: deadline}
 	if !b.enqueue(p) {
 		p.finish(Result[R]{Err: ErrShutdown})
 	}
@@ -255,7 +243,7 @@ func (b *Batcher[T, R]) loop() {
 			<-b.wake // Submit and Close signal after changing the state
 			continue
 		}
-		b.slots <- struct{}{} // blocks while MaxInFlight entries are out; the queue grows meanwhile
+		b.waitSlot() // blocks while MaxInFlight entries are out; the queue grows meanwhile
 		b.linger()
 		batch := b.take()
 		if len(batch) == 0 { // all cancelled
@@ -263,6 +251,52 @@ func (b *Batcher[T, R]) loop() {
 			continue
 		}
 		b.send(batch)
+	}
+}
+
+// expiryCheck is how often queued items' deadlines are checked while every slot is busy.
+const expiryCheck = 50 * time.Millisecond
+
+// waitSlot takes an in-flight slot; while every slot is busy it drops queued items whose
+// deadline passed, every expiryCheck.
+func (b *Batcher[T, R]) waitSlot() {
+	select {
+	case b.slots <- struct{}{}:
+		return
+	default:
+	}
+	t := time.NewTimer(expiryCheck)
+	defer t.Stop()
+	for {
+		select {
+		case b.slots <- struct{}{}:
+			return
+		case <-t.C:
+			b.expire()
+			t.Reset(expiryCheck)
+		}
+	}
+}
+
+// expire removes queued items whose deadline passed and answers them.
+func (b *Batcher[T, R]) expire() {
+	now := time.Now()
+	var expired []*pending[T, R]
+	b.mu.Lock()
+	kept := b.queue[:0]
+	for _, p := range b.queue {
+		if !p.deadline.IsZero() && now.After(p.deadline) {
+			b.bytes -= p.size
+			expired = append(expired, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	clear(b.queue[len(kept):])
+	b.queue = kept
+	b.mu.Unlock()
+	for _, p := range expired {
+		p.finish(Result[R]{Err: context.DeadlineExceeded})
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,7 @@ type inlineCodes map[int32]func(*Command) bool
 // same connection to call back clients (NOTIFY_CONSUMER_IDS_CHANGED, ...).
 type Conn struct {
 	nc       net.Conn
+	remote   netip.AddrPort
 	id       uint64
 	logger   hclog.Logger
 	handlers handlerTable
@@ -82,8 +84,14 @@ type Conn struct {
 }
 
 func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame int, idle time.Duration) *Conn {
+	var remote netip.AddrPort
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		ap := ta.AddrPort()
+		remote = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	}
 	return &Conn{
 		nc:       nc,
+		remote:   remote,
 		id:       nextConnID.Add(1),
 		logger:   logger,
 		handlers: handlers,
@@ -98,8 +106,13 @@ func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame i
 // ID is a process-unique number for the connection, for maps and logs.
 func (c *Conn) ID() uint64 { return c.id }
 
-// RemoteAddr is the peer's "ip:port"; the broker stores it as a message's born host.
+// RemoteAddr is the peer's "ip:port".
 func (c *Conn) RemoteAddr() string { return c.nc.RemoteAddr().String() }
+
+// RemoteAddrPort is the peer's address, parsed once per connection: the broker stores it as the
+// born host of every message sent on the connection. IPv4-mapped addresses are unmapped; a
+// connection that is not TCP gives the zero value.
+func (c *Conn) RemoteAddrPort() netip.AddrPort { return c.remote }
 
 // LocalAddr is this side's "ip:port".
 func (c *Conn) LocalAddr() string { return c.nc.LocalAddr().String() }
