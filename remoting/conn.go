@@ -410,12 +410,14 @@ func (c *Conn) dispatch(req *Command) {
 	if resp == nil {
 		return
 	}
-	c.answer(req, resp, start)
+	c.answer(req, resp, start, true)
 }
 
 // answer completes resp as req's response and queues it; start is when req began being served
-// (zero when there is no OnRequest hook).
-func (c *Conn) answer(req, resp *Command, start time.Time) {
+// (zero when there is no OnRequest hook). With wait, it waits for room in the connection's
+// queue (back-pressure on the goroutine serving that connection's requests); without, it never
+// blocks.
+func (c *Conn) answer(req, resp *Command, start time.Time, wait bool) {
 	if req.IsOneway() {
 		return
 	}
@@ -428,8 +430,23 @@ func (c *Conn) answer(req, resp *Command, start time.Time) {
 	if resp.SerializeType == SerializeRocketMQ && (resp.Code < -1<<15 || resp.Code > 1<<15-1) {
 		resp.SerializeType = SerializeJSON
 	}
-	if err := c.Reply(resp); err != nil && !errors.Is(err, ErrConnClosed) {
+	frame, err := Encode(resp)
+	if err != nil {
 		c.logger.Warn("cannot answer request", "remote", c.RemoteAddr(), "code", req.Code, "error", err)
+		return
+	}
+	if wait {
+		_ = c.write(frame) // fails only once the connection is closed
+		return
+	}
+	select {
+	case c.out <- frame:
+	case <-c.closed:
+	default:
+		// The peer is not reading its answers (its queue is full). Whoever answers a deferred
+		// request also answers other connections' (a Raft entry's sends): park a goroutine for
+		// this answer instead of holding them all up.
+		go func() { _ = c.write(frame) }()
 	}
 }
 
@@ -457,7 +474,7 @@ func (c *Conn) Defer(req *Command) *Deferred {
 // or a nil result). A panic in f is answered SYSTEM_ERROR and logged, as a handler's is.
 func (d *Deferred) Answer(f func() *Command) {
 	if resp := d.c.safely(d.req, f); resp != nil {
-		d.c.answer(d.req, resp, d.start)
+		d.c.answer(d.req, resp, d.start, false)
 	}
 }
 

@@ -147,3 +147,71 @@ func TestInlineAndDeferred(t *testing.T) {
 		}
 	}
 }
+
+// A deferred answer never blocks its caller, even to a peer that stopped reading: the goroutine
+// that answers a Raft entry's sends answers other connections too.
+func TestDeferredAnswerToStuckPeerDoesNotBlock(t *testing.T) {
+	const n = 1500 // more answers than the connection queues, whose bodies overfill the socket
+	var mu sync.Mutex
+	var deferred []*Deferred
+	all := make(chan struct{})
+	s := startServer(t, func(s *Server) {
+		s.HandleInline(SendMessageV2, func(conn *Conn, req *Command) *Command {
+			mu.Lock()
+			defer mu.Unlock()
+			deferred = append(deferred, conn.Defer(req))
+			if len(deferred) == n {
+				close(all)
+			}
+			return nil
+		}, func(*Command) bool { return true })
+	})
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var frames []byte
+	for i := range n {
+		req := NewRequest(SendMessageV2, nil, nil)
+		req.Opaque = int32(i)
+		f, err := Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f...)
+	}
+	if _, err := nc.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatal("requests not served")
+	}
+	body := make([]byte, 64<<10)
+	done := make(chan struct{})
+	go func() { // the peer reads nothing meanwhile
+		defer close(done)
+		for _, d := range deferred {
+			d.Answer(func() *Command {
+				resp := NewRequest(0, nil, body)
+				resp.Code = Success
+				return resp
+			})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("answering a peer that does not read blocked the answering goroutine")
+	}
+	// The answers are not lost: the peer gets every one once it reads.
+	_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReaderSize(nc, 256<<10)
+	for i := range n {
+		if _, err := ReadFrame(r, DefaultMaxFrameSize); err != nil {
+			t.Fatalf("answer %d of %d: %v", i+1, n, err)
+		}
+	}
+}
