@@ -49,29 +49,12 @@ func TestInlineAndDeferred(t *testing.T) {
 	}
 	defer s.Close()
 
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	var frames []byte
-	add := func(opaque int32, ext map[string]string) {
-		req := NewRequest(SendMessageV2, ext, nil)
-		req.Opaque = opaque
-		f, err := Encode(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		frames = append(frames, f...)
-	}
-	add(1000, map[string]string{"block": "1"})
+	reqs := []*Command{sendV2(1000, map[string]string{"block": "1"})}
 	for i := range n {
-		add(int32(i), map[string]string{"seq": strconv.Itoa(i)})
+		reqs = append(reqs, sendV2(int32(i), map[string]string{"seq": strconv.Itoa(i)}))
 	}
-	if _, err := nc.Write(frames); err != nil {
-		t.Fatal(err)
-	}
+	nc := writeRaw(t, s.Addr(), reqs)
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	select {
 	case <-allIn:
 	case <-time.After(10 * time.Second):
@@ -166,24 +149,11 @@ func TestDeferredAnswerToStuckPeerDoesNotBlock(t *testing.T) {
 			return nil
 		}, func(*Command) bool { return true })
 	})
-	nc, err := net.Dial("tcp", s.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	var frames []byte
+	reqs := make([]*Command, n)
 	for i := range n {
-		req := NewRequest(SendMessageV2, nil, nil)
-		req.Opaque = int32(i)
-		f, err := Encode(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		frames = append(frames, f...)
+		reqs[i] = sendV2(int32(i), nil)
 	}
-	if _, err := nc.Write(frames); err != nil {
-		t.Fatal(err)
-	}
+	nc := writeRaw(t, s.Addr(), reqs)
 	select {
 	case <-all:
 	case <-time.After(10 * time.Second):
@@ -214,4 +184,34 @@ func TestDeferredAnswerToStuckPeerDoesNotBlock(t *testing.T) {
 			t.Fatalf("answer %d of %d: %v", i+1, n, err)
 		}
 	}
+}
+
+// sendV2 is a SEND_MESSAGE_V2 request with the given opaque, as a peer would number it.
+func sendV2(opaque int32, ext map[string]string) *Command {
+	req := NewRequest(SendMessageV2, ext, nil)
+	req.Opaque = opaque
+	return req
+}
+
+// writeRaw connects to addr and writes reqs in one write, in order, so the server reads them in
+// that order; the connection is closed when the test ends.
+func writeRaw(t *testing.T, addr string, reqs []*Command) net.Conn {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nc.Close() })
+	var frames []byte
+	for _, req := range reqs {
+		f, err := Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, f...)
+	}
+	if _, err := nc.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+	return nc
 }
