@@ -42,6 +42,8 @@
 // the queue grows: that, not a timer, is the batching window, so an idle broker pays no linger.
 // Items are typed (Batcher[T, R]): the broker's item is one send (one or more encoded records) and
 // its result that send's AppendResults, so a batch send stays one unit end to end.
+// SubmitFunc is the same without a waiting goroutine: the caller's callback runs when the entry's
+// outcome is known, so a broker answers every send of an entry from the goroutine that awaited it.
 //
 // # Choosing the log store (measured)
 //

@@ -5,6 +5,11 @@
 // It knows nothing of topics or storage; the broker and name server register
 // one Handler per request code on a Server, and talk to peers through a Client.
 //
+// Requests are served concurrently by worker goroutines, except codes registered with
+// HandleInOrder (one at a time per connection, in arrival order) and with HandleInline (on the
+// connection's read goroutine while a predicate says the handler cannot block: a Raft leader's
+// sends, which it only queues and answers later through Conn.Defer).
+//
 // Frame (all integers big-endian):
 //
 //	offset  size  field
