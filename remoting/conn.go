@@ -45,8 +45,9 @@ type inlineCodes map[int32]func(*Command) bool
 
 // Conn is one TCP connection in either direction. Requests arriving on it are
 // served concurrently (responses may leave out of order, matched by opaque),
-// except those of ordered codes, which are served one after another in arrival order,
-// and requests sent on it are matched to their responses. The broker uses the
+// except those of ordered codes, which are served one after another in arrival order, and
+// those its server lets it serve inline, on the goroutine that reads it; requests sent on it
+// are matched to their responses. The broker uses the
 // same connection to call back clients (NOTIFY_CONSUMER_IDS_CHANGED, ...).
 type Conn struct {
 	nc       net.Conn
