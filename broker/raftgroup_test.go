@@ -383,3 +383,57 @@ func TestDLegerSendsServedInline(t *testing.T) {
 		t.Fatal("classic mode (appends wait for the store) would serve a send inline")
 	}
 }
+
+// A send served inline whose entry Raft refuses (this node believed it led, but Raft says it is
+// not the leader: leadership moved before the proposal) is answered off the commit path: while it
+// waits to be forwarded, the connection keeps serving other requests, and with no leader to take
+// it the answer is SERVICE_NOT_AVAILABLE (nothing was stored), which clients retry elsewhere.
+func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
+	cfg := dlegerConfig(t, t.TempDir(), "n1", fmt.Sprintf("n0-%s;n1-%s;n2-%s", freeAddr(t), freeAddr(t), freeAddr(t)))
+	b := startDLeger(t, cfg)
+	defer b.Close()
+	if err := b.topics.Put(&protocol.TopicConfig{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite}); err != nil {
+		t.Fatal(err)
+	}
+	b.role.set(roleLeader) // what it believed; Raft has no leader
+	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", QueueID: 0, BornTimestamp: 1}
+	send := remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), []byte("hello"))
+	if !b.sendsInline(send) {
+		t.Fatal("the send would not be served inline")
+	}
+
+	c := remoting.NewClient(remoting.ClientConfig{DialTimeout: 3 * time.Second})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	answered := make(chan *remoting.Command, 1)
+	start := time.Now()
+	go func() {
+		resp, err := c.Invoke(ctx, b.server.Addr(), send)
+		if err != nil {
+			t.Error(err)
+		}
+		answered <- resp
+	}()
+	time.Sleep(200 * time.Millisecond) // the send is proposed, refused, and waits for a new leader
+	b.role.set(roleUnknown)            // leadership is lost: it may now be forwarded, to nobody
+	hb := remoting.NewRequest(remoting.HeartBeat, nil, []byte(`{"clientID":"c1"}`))
+	if resp, err := c.Invoke(ctx, b.server.Addr(), hb); err != nil || resp.Code != remoting.Success {
+		t.Fatalf("heartbeat on the same connection while the send waits: %v %+v", err, resp)
+	}
+	select {
+	case resp := <-answered:
+		t.Fatalf("the send was answered before its forwarding gave up: %+v", resp)
+	default:
+	}
+	resp := <-answered
+	if resp == nil || resp.Code != remoting.ServiceNotAvailable {
+		t.Fatalf("unproposed send answered %+v, want SERVICE_NOT_AVAILABLE", resp)
+	}
+	if took := time.Since(start); took < forwardWait {
+		t.Fatalf("answered after %v, before forwarding to a leader was given up (%v)", took, forwardWait)
+	}
+	if got := b.sd.inflight.Load(); got != 0 {
+		t.Fatalf("%d sends still counted in flight", got)
+	}
+}
