@@ -143,7 +143,7 @@ func (m *brokerMetrics) recordIn(topic string, mt int, storedTopic, props string
 	c.msgs.Add(int64(len(records)))
 	c.bytes.Add(n)
 	if storedTopic != topic && strings.HasPrefix(storedTopic, message.DLQTopicPrefix) && strings.HasPrefix(topic, message.RetryTopicPrefix) {
-		orig, ok := propValue(props, message.PropertyRetryTopic)
+		orig, ok := message.PropertyString(props, message.PropertyRetryTopic)
 		if !ok {
 			orig = topic
 		}
@@ -183,35 +183,19 @@ func (m *brokerMetrics) recordDLQ(topic, group string, n int) {
 // messageTypeOf classifies a send as RocketMQ 5's metrics do: transactional (TRAN_MSG=true),
 // else FIFO (a sharding key), else delayed (a delay level or a timer property), else normal.
 func messageTypeOf(props string) int {
-	if v, ok := propValue(props, message.PropertyTransactionPrepared); ok && v == "true" {
+	if v, ok := message.PropertyString(props, message.PropertyTransactionPrepared); ok && v == "true" {
 		return msgTransaction
 	}
-	if _, ok := propValue(props, message.PropertyShardingKey); ok {
+	if _, ok := message.PropertyString(props, message.PropertyShardingKey); ok {
 		return msgFIFO
 	}
 	if hasDelayProperty(props) {
 		return msgDelay
 	}
-	if _, ok := propValue(props, "__STARTDELIVERTIME"); ok {
+	if _, ok := message.PropertyString(props, "__STARTDELIVERTIME"); ok {
 		return msgDelay
 	}
 	return msgNormal
-}
-
-// propValue finds key in an encoded property string (key\x01value\x02...) without allocating.
-func propValue(props, key string) (string, bool) {
-	for props != "" {
-		entry := props
-		if i := strings.IndexByte(props, message.PropertySeparator); i >= 0 {
-			entry, props = props[:i], props[i+1:]
-		} else {
-			props = ""
-		}
-		if len(entry) > len(key) && entry[len(key)] == message.NameValueSeparator && entry[:len(key)] == key {
-			return entry[len(key)+1:], true
-		}
-	}
-	return "", false
 }
 
 // isSystem is RocketMQ's is_system label: a system topic or a system consumer group.
@@ -231,7 +215,7 @@ var _ prometheus.Collector = (*brokerCollector)(nil)
 // originalTopic is the topic a handed-back message was first sent to: its RETRY_TOPIC when it
 // has been retried already, else its own topic.
 func originalTopic(m *message.Message) string {
-	if t, ok := propValue(m.Properties, message.PropertyRetryTopic); ok && t != "" {
+	if t, ok := message.PropertyString(m.Properties, message.PropertyRetryTopic); ok && t != "" {
 		return t
 	}
 	return m.Topic

@@ -138,7 +138,7 @@ func (b *Broker) applyDelay(h *protocol.SendMessageRequestHeader, now time.Time)
 func hasDelayProperty(props string) bool {
 	for _, k := range [...]string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS,
 		message.PropertyTimerDelaySec, propertyTimerDelayMS} {
-		if _, ok := propValue(props, k); ok {
+		if _, ok := message.PropertyString(props, k); ok {
 			return true
 		}
 	}

@@ -55,10 +55,10 @@ const (
 // it is a retry with a delay level (RocketMQ's exception, so a consumer's retry of a committed
 // transactional message is not held again).
 func isTransactionalSend(h *protocol.SendMessageRequestHeader) bool {
-	if v, ok := propValue(h.Properties, message.PropertyTransactionPrepared); !ok || v != "true" {
+	if v, ok := message.PropertyString(h.Properties, message.PropertyTransactionPrepared); !ok || v != "true" {
 		return false
 	}
-	if _, delayed := propValue(h.Properties, message.PropertyDelayTimeLevel); delayed && h.ReconsumeTimes > 0 {
+	if _, delayed := message.PropertyString(h.Properties, message.PropertyDelayTimeLevel); delayed && h.ReconsumeTimes > 0 {
 		return false
 	}
 	return true

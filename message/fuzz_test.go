@@ -81,7 +81,7 @@ func FuzzDecodeBatch(f *testing.F) {
 }
 
 // FuzzParseProperties: never panic; parsing a formatted map gives the map back; PropertyValue
-// agrees with ParseProperties.
+// and PropertyString agree with ParseProperties.
 func FuzzParseProperties(f *testing.F) {
 	f.Add("TAGS\x01TagA\x02KEYS\x01k1 k2\x02")
 	f.Add("\x01\x02\x01")
@@ -92,6 +92,9 @@ func FuzzParseProperties(f *testing.F) {
 			got, ok := PropertyValue([]byte(s), k)
 			if !ok || string(got) != v {
 				t.Fatalf("PropertyValue(%q) = %q, map says %q", k, got, v)
+			}
+			if got, ok := PropertyString(s, k); !ok || got != v {
+				t.Fatalf("PropertyString(%q) = %q, map says %q", k, got, v)
 			}
 		}
 		clean := map[string]string{}

@@ -164,6 +164,12 @@ func TestProperties(t *testing.T) {
 	if _, ok := PropertyValue([]byte("TAGS\x01\x02"), "TAGS"); ok {
 		t.Fatal("empty value found")
 	}
+	if v, ok := PropertyString("b\x011\x02TAGS\x01x\x02b\x012\x02", "b"); !ok || v != "2" {
+		t.Fatalf("PropertyString last wins: %q %v", v, ok)
+	}
+	if _, ok := PropertyString("TAGS\x01\x02", "TAGS"); ok {
+		t.Fatal("PropertyString: empty value found")
+	}
 	if s := FormatProperties(map[string]string{"a\x01": "x", "b": "", "c": "d"}); s != "c\x01d\x02" {
 		t.Fatalf("unsafe pairs not skipped: %q", s)
 	}

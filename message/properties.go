@@ -109,6 +109,28 @@ func validPropertyPart(s string) bool {
 	return s != "" && strings.IndexByte(s, NameValueSeparator) < 0 && strings.IndexByte(s, PropertySeparator) < 0
 }
 
+// PropertyString is PropertyValue for properties held as a string (a send's header), with the
+// same rules, so the broker's decisions on a send match what the store reads from the record.
+func PropertyString(props, key string) (string, bool) {
+	val, found := "", false
+	for len(props) > 0 {
+		seg := props
+		if i := strings.IndexByte(props, PropertySeparator); i >= 0 {
+			seg, props = props[:i], props[i+1:]
+		} else {
+			props = ""
+		}
+		i := strings.IndexByte(seg, NameValueSeparator)
+		if i <= 0 || i == len(seg)-1 {
+			continue
+		}
+		if seg[:i] == key {
+			val, found = seg[i+1:], true
+		}
+	}
+	return val, found
+}
+
 // PropertyValue finds key in an encoded properties string without allocating, with the same
 // rules as ParseProperties (the last valid occurrence wins). The store uses it on the append
 // path to read TAGS, KEYS, UNIQ_KEY and WAIT.
