@@ -2,6 +2,7 @@ package message
 
 import (
 	"bytes"
+	"iter"
 	"sort"
 	"strings"
 )
@@ -64,20 +65,32 @@ const KeySeparator = " "
 // a later duplicate overwrites an earlier one. It never fails: malformed segments are skipped.
 func ParseProperties(s string) map[string]string {
 	m := make(map[string]string)
-	for len(s) > 0 {
-		seg := s
-		if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
-			seg, s = s[:i], s[i+1:]
-		} else {
-			s = ""
-		}
-		i := strings.IndexByte(seg, NameValueSeparator)
-		if i <= 0 || i == len(seg)-1 {
-			continue
-		}
-		m[seg[:i]] = seg[i+1:]
+	for k, v := range properties(s) {
+		m[k] = v
 	}
 	return m
+}
+
+// properties yields the valid name/value pairs of an encoded properties string in order, by
+// ParseProperties' rules (segments without a non-empty name and value are skipped).
+func properties(s string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for len(s) > 0 {
+			seg := s
+			if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
+				seg, s = s[:i], s[i+1:]
+			} else {
+				s = ""
+			}
+			i := strings.IndexByte(seg, NameValueSeparator)
+			if i <= 0 || i == len(seg)-1 {
+				continue
+			}
+			if !yield(seg[:i], seg[i+1:]) {
+				return
+			}
+		}
+	}
 }
 
 // FormatProperties encodes m as a properties string with keys sorted, so equal maps give equal
@@ -113,19 +126,9 @@ func validPropertyPart(s string) bool {
 // same rules, so the broker's decisions on a send match what the store reads from the record.
 func PropertyString(props, key string) (string, bool) {
 	val, found := "", false
-	for len(props) > 0 {
-		seg := props
-		if i := strings.IndexByte(props, PropertySeparator); i >= 0 {
-			seg, props = props[:i], props[i+1:]
-		} else {
-			props = ""
-		}
-		i := strings.IndexByte(seg, NameValueSeparator)
-		if i <= 0 || i == len(seg)-1 {
-			continue
-		}
-		if seg[:i] == key {
-			val, found = seg[i+1:], true
+	for k, v := range properties(props) {
+		if k == key {
+			val, found = v, true
 		}
 	}
 	return val, found
