@@ -50,7 +50,8 @@
 // iteration, no randomness. Outcomes that every replica reaches identically (a malformed
 // record: storage.ErrMessageIllegal) are returned per append in AppendOutcome; outcomes that
 // could differ between replicas are never returned. Disk usage differs between replicas, so
-// Apply appends with storage.Store.AppendReplicated, which does not refuse over
+// Apply appends with storage.Store.AppendReplicatedBatch (all the appends of an entry in one
+// call), which does not refuse over
 // diskMaxUsedSpaceRatio: the leader's broker refuses sends before proposing them
 // (storage.Store.CheckDiskSpace, SERVICE_NOT_AVAILABLE "disk full", as in classic mode), and a
 // committed entry is applied by every replica whatever its usage. A real write failure (ENOSPC

@@ -341,38 +341,68 @@ func (f *FSM) applyMessages(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
-	res := &ApplyResult{Appends: make([]AppendOutcome, len(appends))}
-	for i, recs := range appends {
-		res.Appends[i] = f.appendOne(l, i, recs)
-	}
+	res := &ApplyResult{Appends: f.appendAll(l, appends)}
 	f.advance(l, false)
 	return res
 }
 
-// appendOne stores one append. Only outcomes every replica reaches identically are returned.
-func (f *FSM) appendOne(l *raft.Log, i int, recs [][]byte) AppendOutcome {
+// appendAll stores the appends of entry l, all in one store call (one write per commitlog
+// file instead of a page fault per fresh page of the mapping). Only outcomes every replica
+// reaches identically are returned; a local write failure stops the replica.
+func (f *FSM) appendAll(l *raft.Log, appends [][][]byte) []AppendOutcome {
+	outs := make([]AppendOutcome, len(appends))
+	batch := make([][][]byte, 0, len(appends))
+	orig := make([]int, 0, len(appends)) // batch index -> appends index
+	for i, recs := range appends {
+		if err := checkStamped(i, recs); err != nil {
+			outs[i].Err = err
+			continue
+		}
+		batch = append(batch, recs)
+		orig = append(orig, i)
+	}
+	if len(batch) == 0 {
+		return outs
+	}
+	stored, err := f.store.AppendReplicatedBatch(batch)
+	if err != nil {
+		// A local write failure (ENOSPC creating a file, an I/O error, a store poisoned by an
+		// earlier failed sync): skipping the entry would diverge from the other replicas,
+		// retrying blindly could write it twice. Stop before the marker and AppliedIndex move
+		// past it; a restart truncates to the marker and Raft replays from there.
+		at := orig[0]
+		var be *storage.BatchWriteError
+		if errors.As(err, &be) && be.At >= 0 && be.At < len(orig) {
+			at, err = orig[be.At], be.Err
+		}
+		f.log.Error("raft apply failed to write to the store; stopping this replica", "index", l.Index, "term", l.Term, "append", at, "error", err)
+		panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store write failed: %v; this replica cannot continue without diverging (free space or fix the disk, then restart it: recovery truncates to the applied marker and Raft replays)", l.Index, l.Term, at, err))
+	}
+	j := 0
+	for i := range outs {
+		if outs[i].Err != nil {
+			continue
+		}
+		// o.Err is nil or ErrMessageIllegal, which every replica meets alike.
+		outs[i] = AppendOutcome{Results: stored[j].Results, Err: stored[j].Err}
+		j++
+	}
+	return outs
+}
+
+// checkStamped refuses an append whose records do not parse or carry no store timestamp: the
+// leader stamps every record, or replicas would stamp their own clocks and differ.
+func checkStamped(i int, recs [][]byte) error {
 	for j, r := range recs {
 		v, err := message.ParseView(r)
 		if err == nil && v.StoreTimestamp() == 0 {
 			err = errors.New("STORETIMESTAMP is 0 (the leader must stamp it, or replicas would differ)")
 		}
 		if err != nil {
-			return AppendOutcome{Err: fmt.Errorf("fsm: append %d record %d: %w: %w", i, j, storage.ErrMessageIllegal, err)}
+			return fmt.Errorf("fsm: append %d record %d: %w: %w", i, j, storage.ErrMessageIllegal, err)
 		}
 	}
-	results, err := f.store.AppendReplicated(recs)
-	switch {
-	case err == nil:
-		return AppendOutcome{Results: results}
-	case errors.Is(err, storage.ErrMessageIllegal):
-		return AppendOutcome{Err: err}
-	}
-	// A local write failure (ENOSPC creating a file, an I/O error, a store poisoned by an
-	// earlier failed sync): skipping the entry would diverge from the other replicas, retrying
-	// blindly could write it twice. Stop before the marker and AppliedIndex move past it; a
-	// restart truncates to the marker and Raft replays from there.
-	f.log.Error("raft apply failed to write to the store; stopping this replica", "index", l.Index, "term", l.Term, "append", i, "error", err)
-	panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store write failed: %v; this replica cannot continue without diverging (free space or fix the disk, then restart it: recovery truncates to the applied marker and Raft replays)", l.Index, l.Term, i, err))
+	return nil
 }
 
 // advance records l as applied to the store, in memory and in the marker (not synced).

@@ -64,38 +64,121 @@ func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, e
 // meets it identically), and on real write failures, which are local to this replica:
 // ErrDiskFull wrapping ENOSPC when a file cannot be created, ErrIO, ErrStoreClosed.
 func (s *Store) AppendReplicated(records [][]byte) ([]AppendResult, error) {
-	return s.append(context.Background(), records, false)
+	out, err := s.AppendReplicatedBatch([][][]byte{records})
+	if err != nil {
+		return nil, err
+	}
+	return out[0].Results, out[0].Err
+}
+
+// BatchOutcome is what AppendReplicatedBatch did with one of its appends.
+type BatchOutcome struct {
+	// Results has one entry per record of a stored append.
+	Results []AppendResult
+	// Err, when set, wraps ErrMessageIllegal: the append was refused and nothing of it stored
+	// (every replica refuses it alike).
+	Err error
+}
+
+// AppendReplicatedBatch stores several appends, in order, as AppendReplicated would one after
+// the other: each is one unit that never spans commitlog files and is refused alone when its
+// records are illegal. It exists for the state machine, which applies a Raft entry holding many
+// sends: the entry's records are staged in memory and reach each commitlog file with one write
+// (see vfs.Mapping.WriteAt) instead of a page fault per fresh page of the mapping, and the
+// append lock is taken once.
+//
+// A local write failure (ErrDiskFull creating a file, ErrIO, ErrStoreClosed) stops the batch
+// and is returned alone, as a *BatchWriteError when it happened while appends were being
+// stored: which ones before it were stored is then for recovery to find out.
+func (s *Store) AppendReplicatedBatch(appends [][][]byte) ([]BatchOutcome, error) {
+	gs := make([]group, len(appends))
+	for i, recs := range appends {
+		gs[i].idx = i
+		gs[i].prepare(s, recs)
+	}
+	err := s.appendGroups(gs, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BatchOutcome, len(gs))
+	for i := range gs {
+		out[i] = BatchOutcome{Results: gs[i].results, Err: gs[i].err}
+	}
+	return out, nil
 }
 
 // append is Append (checkRatio true) and AppendReplicated (false).
 func (s *Store) append(ctx context.Context, records [][]byte, checkRatio bool) ([]AppendResult, error) {
+	gs := []group{{}}
+	g := &gs[0]
+	if g.prepare(s, records); g.err != nil {
+		return nil, g.err
+	}
+	if err := s.appendGroups(gs, checkRatio); err != nil {
+		return nil, err
+	}
+	if s.cfg.FlushDiskType == SyncFlush && g.wait && checkRatio {
+		if err := s.waitFlushed(ctx, g.end); err != nil {
+			return g.results, err
+		}
+	}
+	return g.results, nil
+}
+
+// BatchWriteError is a local write failure of AppendReplicatedBatch while storing the append
+// at index At (appends before it may be stored).
+type BatchWriteError struct {
+	At  int
+	Err error
+}
+
+func (e *BatchWriteError) Error() string { return fmt.Sprintf("append %d: %v", e.At, e.Err) }
+
+// Unwrap returns the failure (ErrDiskFull, ErrIO).
+func (e *BatchWriteError) Unwrap() error { return e.Err }
+
+// group is one append (one unit of records) on its way through appendGroups.
+type group struct {
+	idx     int // in the caller's list
+	plans   []plan
+	total   int
+	wait    bool  // some record wants SYNC_FLUSH's wait (WAIT != false)
+	err     error // refused by prepare (ErrMessageIllegal): nothing of it is written
+	results []AppendResult
+	end     int64 // commitlog end after it, once staged
+	stored  bool  // published: its records are readable
+}
+
+func (g *group) prepare(s *Store, records [][]byte) {
 	if len(records) == 0 {
-		return nil, fmt.Errorf("append: no records: %w", ErrMessageIllegal)
+		g.err = fmt.Errorf("append: no records: %w", ErrMessageIllegal)
+		return
 	}
-	plans, total, wait, err := s.prepare(records)
-	if err != nil {
-		return nil, err
-	}
-	results := make([]AppendResult, len(records))
-	end, err := s.appendLocked(plans, total, results, checkRatio)
-	if err != nil {
-		return nil, err
-	}
-	s.putCount.Add(int64(len(records)))
-	s.putBytes.Add(int64(total))
-	if cb := s.cfg.OnDispatch; cb != nil {
-		for i := range plans {
-			if p := &plans[i]; p.dispatch {
-				cb(p.q.topic, p.q.qid, p.qoff, p.tags)
+	g.plans, g.total, g.wait, g.err = s.prepare(records)
+}
+
+// appendGroups stores gs (skipping those prepare refused) under the append lock, then counts
+// and dispatches the stored ones. checkRatio refuses appends over diskMaxUsedSpaceRatio.
+func (s *Store) appendGroups(gs []group, checkRatio bool) error {
+	s.mu.Lock()
+	err := s.appendLocked(gs, checkRatio)
+	s.mu.Unlock()
+	for i := range gs {
+		g := &gs[i]
+		if !g.stored {
+			continue
+		}
+		s.putCount.Add(int64(len(g.plans)))
+		s.putBytes.Add(int64(g.total))
+		if cb := s.cfg.OnDispatch; cb != nil {
+			for j := range g.plans {
+				if p := &g.plans[j]; p.dispatch {
+					cb(p.q.topic, p.q.qid, p.qoff, p.tags)
+				}
 			}
 		}
 	}
-	if s.cfg.FlushDiskType == SyncFlush && wait && checkRatio {
-		if err := s.waitFlushed(ctx, end); err != nil {
-			return results, err
-		}
-	}
-	return results, nil
+	return err
 }
 
 // prepare validates every record and computes what needs no lock: tags code, index hashes.
@@ -162,77 +245,130 @@ func indexHashes(v message.View, out []int32) []int32 {
 	return out
 }
 
-// appendLocked is the critical section: offsets, copy, dispatch. It returns the commitlog end
-// after the records. checkRatio refuses appends over diskMaxUsedSpaceRatio (Append, not
-// AppendReplicated).
-func (s *Store) appendLocked(plans []plan, total int, results []AppendResult, checkRatio bool) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// stage is what appendLocked has assigned offsets to but not yet made readable: the records'
+// bytes for one commitlog file, from start, and the units and index entries that point at
+// them. Guarded by Store.mu; its buffers are reused across appends.
+type stage struct {
+	seg    *segment
+	start  int64
+	buf    []byte
+	units  []stagedUnit
+	keys   int // index entries among units
+	groups []*group
+}
+
+// stagedUnit is one record's consume-queue unit and index keys, published after its bytes.
+type stagedUnit struct {
+	q      *consumeQueue // nil: not dispatched
+	qoff   int64
+	unit   cqUnit
+	hashes []int32
+	ts     int64
+}
+
+// end is the commitlog offset after what is staged.
+func (st *stage) end() int64 { return st.start + int64(len(st.buf)) }
+
+// appendLocked is the critical section: for each group, offsets, a patched copy in the stage,
+// and at the end (or before a commitlog file is rolled) one write of the stage and then the
+// consume-queue units, index entries and commitlog end that make it readable, in that order,
+// so a reader never follows a unit to bytes not yet written. checkRatio refuses appends over
+// diskMaxUsedSpaceRatio (Append, not AppendReplicated).
+func (s *Store) appendLocked(gs []group, checkRatio bool) error {
 	if s.closed {
-		return 0, ErrStoreClosed
+		return ErrStoreClosed
 	}
 	if err := s.failed(); err != nil {
-		return 0, err
+		return err
 	}
-	if checkRatio {
-		if err := s.checkSpace(total); err != nil {
-			return 0, fmt.Errorf("append: %w", err)
+	s.appendGen++
+	st := &s.stage
+	st.seg, st.start = nil, s.cl.writePos.Load()
+	for i := range gs {
+		g := &gs[i]
+		if g.err != nil {
+			continue
+		}
+		if err := s.stageGroup(g, checkRatio); err != nil {
+			// what is staged before g is complete: make it readable, then report g
+			if perr := s.publishGroups(len(gs)); perr != nil {
+				return perr
+			}
+			return batchErr(len(gs), g, err)
 		}
 	}
-	// Phase 1: everything that can fail, before any byte is written.
-	nkeys := 0
-	var pending map[*consumeQueue]int64 // units already planned per queue, for big calls
-	if len(plans) > 16 {
-		pending = map[*consumeQueue]int64{}
+	return s.publishGroups(len(gs))
+}
+
+// publishGroups is publish for a call storing n groups: a failure names the first group staged.
+func (s *Store) publishGroups(n int) error {
+	if len(s.stage.groups) == 0 {
+		return s.publish()
 	}
-	for i := range plans {
-		p := &plans[i]
+	first := s.stage.groups[0]
+	return batchErr(n, first, s.publish())
+}
+
+// batchErr wraps err, met storing g in a call storing n groups, as a *BatchWriteError; a call
+// with one group gets err as is.
+func batchErr(n int, g *group, err error) error {
+	if err == nil || n == 1 {
+		return err
+	}
+	return &BatchWriteError{At: g.idx, Err: err}
+}
+
+// stageGroup assigns g's records their offsets and stages their patched bytes. Everything that
+// can fail comes before the first byte of g is staged.
+func (s *Store) stageGroup(g *group, checkRatio bool) error {
+	st := &s.stage
+	if checkRatio {
+		if err := s.checkSpace(g.total); err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+	}
+	nkeys := 0
+	for i := range g.plans {
+		p := &g.plans[i]
 		nkeys += len(p.hashes)
 		if !p.dispatch {
 			continue
 		}
 		q, err := s.queueOrCreate(p.v.Topic(), p.v.QueueID())
 		if err != nil {
-			return 0, fmt.Errorf("append: %w", createErr(err))
+			return fmt.Errorf("append: %w", createErr(err))
 		}
 		p.q = q
-		var before int64
-		if pending != nil {
-			before = pending[q]
-			pending[q]++
-		} else {
-			for j := 0; j < i; j++ {
-				if plans[j].q == q {
-					before++
-				}
-			}
-		}
-		if err := q.ensure(q.max.Load() + before); err != nil {
-			return 0, fmt.Errorf("append: %w", createErr(err))
+		p.qoff = q.assign(s.appendGen)
+		if err := q.ensure(p.qoff); err != nil {
+			return fmt.Errorf("append: %w", createErr(err))
 		}
 	}
 	if s.idx != nil && nkeys > 0 {
-		if err := s.idx.ensure(nkeys); err != nil {
-			return 0, fmt.Errorf("append: %w", createErr(err))
+		// Entries staged so far go to the active index file, as they would have one append at
+		// a time: publish them before a new file is started.
+		if _, ok := s.idx.fits(st.keys + nkeys); !ok && st.keys > 0 {
+			if err := s.publish(); err != nil {
+				return err
+			}
+		}
+		if err := s.idx.ensure(st.keys + nkeys); err != nil {
+			return fmt.Errorf("append: %w", createErr(err))
 		}
 	}
-	seg, pos, err := s.cl.reserve(total)
-	if err != nil {
-		return 0, fmt.Errorf("append: %w", createErr(err))
+	if err := s.place(g.total); err != nil {
+		return fmt.Errorf("append: %w", createErr(err))
 	}
-	// Phase 2: copy, patch, dispatch. Nothing here can fail.
+	// Nothing below can fail.
+	g.results = make([]AppendResult, len(g.plans))
 	var now int64
-	dst := seg.b[pos-seg.start:]
-	off := 0
-	for i := range plans {
-		p := &plans[i]
+	for i := range g.plans {
+		p := &g.plans[i]
 		src := p.v.Bytes()
-		copy(dst[off:], src)
-		v, _ := message.ParseView(dst[off : off+len(src)])
-		phys := pos + int64(off)
-		if p.dispatch {
-			p.qoff = p.q.max.Load()
-		}
+		off := len(st.buf)
+		st.buf = append(st.buf, src...)
+		v, _ := message.ParseView(st.buf[off:])
+		phys := st.start + int64(off)
 		v.SetQueueOffset(p.qoff)
 		v.SetPhysicalOffset(phys)
 		ts := v.StoreTimestamp()
@@ -243,17 +379,86 @@ func (s *Store) appendLocked(plans []plan, total int, results []AppendResult, ch
 			ts = now
 			v.SetStoreTimestamp(ts)
 		}
+		u := stagedUnit{qoff: p.qoff, unit: cqUnit{phys: phys, size: int32(len(src)), tags: p.tags}, hashes: p.hashes, ts: ts}
 		if p.dispatch {
-			p.q.put(p.qoff, cqUnit{phys: phys, size: int32(len(src)), tags: p.tags})
+			u.q = p.q
+		}
+		st.units = append(st.units, u)
+		g.results[i] = AppendResult{PhysicalOffset: phys, QueueOffset: p.qoff, Size: int32(len(src)), StoreTimestamp: ts}
+	}
+	st.keys += nkeys
+	g.end = st.end()
+	st.groups = append(st.groups, g)
+	return nil
+}
+
+// place makes room for n contiguous bytes at the end of the stage: in the stage's commitlog
+// file if they fit with the end-of-file marker, else after publishing the stage and rolling to
+// a new file (createErr-classified errors).
+func (s *Store) place(n int) error {
+	st := &s.stage
+	pos := st.end()
+	seg, ok := s.cl.fits(pos, n)
+	if ok {
+		if st.seg == nil {
+			st.seg = seg
+		}
+		return nil
+	}
+	if err := s.publish(); err != nil {
+		return err
+	}
+	ns, next, err := s.cl.roll(pos)
+	if err != nil {
+		return err
+	}
+	st.seg, st.start = ns, next
+	return nil
+}
+
+// publish writes the stage into its commitlog file, then makes it readable: consume-queue
+// units, index entries, the last store time and the commitlog end. A failed write poisons the
+// store (ErrIO): what was staged is neither readable nor reported stored.
+func (s *Store) publish() error {
+	st := &s.stage
+	if len(st.buf) > 0 {
+		if err := st.seg.write(st.start, st.buf); err != nil {
+			err = s.fail(fmt.Errorf("commitlog write of %d bytes at %d: %w", len(st.buf), st.start, err))
+			st.reset(st.start)
+			return err
+		}
+	}
+	for i := range st.units {
+		u := &st.units[i]
+		if u.q != nil {
+			u.q.put(u.qoff, u.unit)
 		}
 		if s.idx != nil {
-			s.idx.add(p.hashes, phys, ts)
+			s.idx.add(u.hashes, u.unit.phys, u.ts)
 		}
-		results[i] = AppendResult{PhysicalOffset: phys, QueueOffset: p.qoff, Size: int32(len(src)), StoreTimestamp: ts}
-		off += len(src)
-		s.lastStoreTS.Store(ts)
 	}
-	end := pos + int64(total)
+	if n := len(st.units); n > 0 {
+		s.lastStoreTS.Store(st.units[n-1].ts)
+	}
+	for _, g := range st.groups {
+		g.stored = true
+	}
+	end := st.end()
 	s.cl.writePos.Store(end)
-	return end, nil
+	st.reset(end)
+	return nil
 }
+
+// reset empties the stage at commitlog offset start, keeping its buffers (not the units'
+// references into the plans, which belong to finished appends).
+func (st *stage) reset(start int64) {
+	clear(st.units)
+	clear(st.groups)
+	st.seg, st.start, st.buf, st.units, st.keys, st.groups = nil, start, st.buf[:0], st.units[:0], 0, st.groups[:0]
+	if cap(st.buf) > maxStageKeep {
+		st.buf = nil
+	}
+}
+
+// maxStageKeep bounds the stage buffer kept between appends (a Raft entry is at most a few MiB).
+const maxStageKeep = 8 << 20

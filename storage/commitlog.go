@@ -47,17 +47,23 @@ func (c *commitLog) needsRoll(n int) bool {
 	return s == nil || int64(n)+message.BlankMarkerSize > s.start+c.size-pos
 }
 
-// reserve returns the segment and position where n contiguous bytes can be written at the
-// current end, rolling to a new segment (after writing the blank end-of-file marker) when
-// n + 8 does not fit. The appender must hold Store.mu; nothing is published.
-func (c *commitLog) reserve(n int) (*segment, int64, error) {
-	pos := c.writePos.Load()
+// fits returns the segment holding pos and whether n contiguous bytes starting at pos fit in
+// it with room left for the blank end-of-file marker. The appender must hold Store.mu.
+func (c *commitLog) fits(pos int64, n int) (*segment, bool) {
 	c.segs.mu.RLock()
 	s := c.segs.find(pos)
 	c.segs.mu.RUnlock()
-	if s != nil && int64(n)+message.BlankMarkerSize <= s.start+c.size-pos {
-		return s, pos, nil
-	}
+	return s, s != nil && int64(n)+message.BlankMarkerSize <= s.start+c.size-pos
+}
+
+// roll ends the file holding pos (the commitlog end) with the blank marker, creates the next
+// file and publishes the end as its start, which it returns with the new segment. With no file
+// holding pos (an empty log), pos must start a file. The appender must hold Store.mu and have
+// published everything before pos.
+func (c *commitLog) roll(pos int64) (*segment, int64, error) {
+	c.segs.mu.RLock()
+	s := c.segs.find(pos)
+	c.segs.mu.RUnlock()
 	next := pos
 	if s != nil {
 		next = s.start + c.size

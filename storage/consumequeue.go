@@ -34,6 +34,21 @@ type consumeQueue struct {
 	min atomic.Int64
 	// flushed is the number of units known durable (flusher only).
 	flushed int64
+	// next is the next logical offset to assign during append call gen, whose units are
+	// published only after its bytes are written (appender only, under Store.mu).
+	next int64
+	gen  uint64
+}
+
+// assign returns the next logical offset for a record of append call gen: max, plus the units
+// already assigned in the same call.
+func (q *consumeQueue) assign(gen uint64) int64 {
+	if q.gen != gen {
+		q.gen, q.next = gen, q.max.Load()
+	}
+	o := q.next
+	q.next++
+	return o
 }
 
 func consumeQueueDir(root, topic string, qid int32) string {

@@ -77,8 +77,12 @@
 // # Writing and durability
 //
 // Append validates records outside any lock, then under the append lock (Store.mu) assigns
-// queue and physical offsets, copies the records into the mapped commitlog, writes their
-// consume-queue units and index entries, and publishes the new end. Nothing is synced there.
+// queue and physical offsets and stages a patched copy of the records; it writes the stage into
+// the commitlog (through the mapping when small, else with one pwrite, which spares a page
+// fault per fresh page: see vfs.Mapping.WriteAt), then writes their consume-queue units and
+// index entries and publishes the new end, in that order, so a reader never follows a unit to
+// bytes not yet written. AppendReplicatedBatch does the same for all the appends of a Raft
+// entry under one lock, with one write per commitlog file. Nothing is synced there.
 // A flusher goroutine does group commit (see flush.go): one msync covers every append waiting
 // for it. Another goroutine syncs consume queues and the sealed index files every
 // flushIntervalConsumeQueue and then writes the checkpoint; the active index file is synced only
@@ -88,7 +92,7 @@
 //
 // # Truncation and snapshots (Raft state machine support)
 //
-// The Raft state machine appends with AppendReplicated, which never refuses over
+// The Raft state machine appends with AppendReplicatedBatch, which never refuses over
 // diskMaxUsedSpaceRatio nor waits for a flush (every replica must apply every committed entry
 // alike); the leader asks CheckDiskSpace before proposing instead.
 //

@@ -151,13 +151,8 @@ func (x *indexService) mapFile(name string, id int64) (*indexFile, error) {
 // ensure makes sure the active file can take n more entries, starting a new file when it
 // cannot. Called by the appender before it writes anything.
 func (x *indexService) ensure(n int) error {
-	x.mu.RLock()
-	var last *indexFile
-	if len(x.files) > 0 {
-		last = x.files[len(x.files)-1]
-	}
-	x.mu.RUnlock()
-	if last != nil && (last.free() >= n || last.indexCount() == 1) {
+	last, fits := x.fits(n)
+	if fits {
 		return nil
 	}
 	now := x.now()
@@ -173,6 +168,18 @@ func (x *indexService) ensure(n int) error {
 	x.files = append(x.files, f)
 	x.mu.Unlock()
 	return nil
+}
+
+// fits returns the active file and whether it can take n more entries without ensure starting
+// a new one.
+func (x *indexService) fits(n int) (*indexFile, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.files) == 0 {
+		return nil, false
+	}
+	last := x.files[len(x.files)-1]
+	return last, last.free() >= n || last.indexCount() == 1
 }
 
 // add indexes one record's keys in the active file (ensure has made room). Keys that do not

@@ -96,7 +96,9 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	copy(seg.b[inFile:], data[:end])
+	if err := seg.write(offset, data[:end]); err != nil {
+		return s.fail(fmt.Errorf("append raw: commitlog write of %d bytes at %d: %w", end, offset, err))
+	}
 	var hashes []int32
 	for _, r := range recs {
 		phys := offset + int64(r.pos)

@@ -33,6 +33,9 @@ type Store struct {
 	// consume queues and index.
 	mu     sync.Mutex
 	closed bool
+	// stage and appendGen belong to the appender (under mu): see appendLocked.
+	stage     stage
+	appendGen uint64
 
 	// qmu guards queues (the map, not the queues' contents).
 	qmu    sync.RWMutex

@@ -27,12 +27,14 @@ const (
 	OpRename
 	// OpRemove is Remove.
 	OpRemove
+	// OpWriteAt is Mapping.WriteAt.
+	OpWriteAt
 	numOps
 )
 
 // String names the operation in injected errors.
 func (o Op) String() string {
-	return [...]string{"create", "write", "sync", "rename", "remove"}[o]
+	return [...]string{"create", "write", "sync", "rename", "remove", "pwrite"}[o]
 }
 
 // MemFS is an in-memory FS for tests. It remembers, per file, which bytes have been synced, so
@@ -197,6 +199,20 @@ type memMapping struct {
 
 // Bytes implements Mapping; all mappings of a file share its bytes.
 func (mm *memMapping) Bytes() []byte { return mm.f.data }
+
+// WriteAt implements Mapping: it copies p into the file's bytes (not synced).
+func (mm *memMapping) WriteAt(p []byte, off int) error {
+	mm.fs.mu.Lock()
+	defer mm.fs.mu.Unlock()
+	if err := mm.fs.fault(OpWriteAt, mm.name); err != nil {
+		return err
+	}
+	if off < 0 || off+len(p) > len(mm.f.data) {
+		return fmt.Errorf("write %s [%d,+%d): out of range", mm.name, off, len(p))
+	}
+	copy(mm.f.data[off:], p)
+	return nil
+}
 
 // Sync implements Mapping: it copies [off, off+n) to the synced image Crash keeps.
 func (mm *memMapping) Sync(off, n int) error {

@@ -73,6 +73,17 @@ func preallocate(f *os.File, size int64) error {
 // Bytes implements Mapping.
 func (m *osMapping) Bytes() []byte { return m.data }
 
+// WriteAt implements Mapping with pwrite on the mapped file.
+func (m *osMapping) WriteAt(p []byte, off int) error {
+	if off < 0 || off+len(p) > len(m.data) {
+		return fmt.Errorf("write %s [%d,+%d): outside the %d-byte file", m.f.Name(), off, len(p), len(m.data))
+	}
+	if _, err := m.f.WriteAt(p, int64(off)); err != nil {
+		return fmt.Errorf("write %s: %w", m.f.Name(), err)
+	}
+	return nil
+}
+
 // Sync implements Mapping with msync(MS_SYNC) over the pages covering [off, off+n).
 func (m *osMapping) Sync(off, n int) error {
 	if n <= 0 {

@@ -48,6 +48,12 @@ type Mapping interface {
 	// Bytes is the mapped file. Writes to it reach the file; they are durable after Sync.
 	// The slice must not be used after Close.
 	Bytes() []byte
+	// WriteAt writes p at off through the file instead of the mapping; the bytes are in Bytes()
+	// when it returns (one page cache). A store through a shared mapping takes a page fault on
+	// every page it touches first (and the kernel zeroes a preallocated page before that), one
+	// exit to the hypervisor each on a virtual machine; a write of many pages through the file is
+	// one system call. It is not durable before Sync.
+	WriteAt(p []byte, off int) error
 	// Sync makes bytes [off, off+n) durable (msync). Implementations may sync more.
 	Sync(off, n int) error
 	// Close unmaps the file. It does not sync.

@@ -1,0 +1,157 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"rocketraft/message"
+	"rocketraft/storage/vfs"
+)
+
+// entryAppends is a Raft entry's worth of appends: 40 sends over three queues, some of two
+// records, bodies of 300-2,000 bytes, so that a batch crosses the 64 KiB test files.
+func entryAppends(t *testing.T, round int) [][][]byte {
+	var out [][][]byte
+	for i := 0; i < 40; i++ {
+		n := 1 + i%2
+		var recs [][]byte
+		for j := 0; j < n; j++ {
+			r := rec(t, "B", int32((i+j)%3), strings.Repeat("b", 300+(round*40+i)*37%1700), "tag", fmt.Sprintf("k%d-%d-%d", round, i, j))
+			setStoreTS(r, int64(1_700_000_000_000+round))
+			recs = append(recs, r)
+		}
+		out = append(out, recs)
+	}
+	return out
+}
+
+// A batch stores exactly what the same appends made one at a time store: the same results and
+// byte-identical commitlog, consume-queue and index files, across file rolls, whether a part
+// reached its file through the mapping or through WriteAt.
+func TestAppendReplicatedBatchSameAsOneByOne(t *testing.T) {
+	fsOne, fsBatch := vfs.NewMemFS(), vfs.NewMemFS()
+	cfg := func(fs vfs.FS) Config {
+		c := testConfig(fs)
+		c.Now = func() time.Time { return time.UnixMilli(1_700_000_100_000) } // same index file names
+		return c
+	}
+	one, batch := openT(t, cfg(fsOne)), openT(t, cfg(fsBatch))
+	for round := 0; round < 6; round++ {
+		appends := entryAppends(t, round)
+		out, err := batch.AppendReplicatedBatch(appends)
+		if err != nil {
+			t.Fatalf("round %d: batch: %v", round, err)
+		}
+		for i, recs := range appends {
+			res, err := one.AppendReplicated(recs)
+			if err != nil || out[i].Err != nil {
+				t.Fatalf("round %d append %d: one by one %v, batch %v", round, i, err, out[i].Err)
+			}
+			if fmt.Sprint(res) != fmt.Sprint(out[i].Results) {
+				t.Fatalf("round %d append %d: one by one %v, batch %v", round, i, res, out[i].Results)
+			}
+		}
+	}
+	if one.CommitLogMaxOffset() != batch.CommitLogMaxOffset() || batch.CommitLogMaxOffset() < 5*testConfig(fsOne).MappedFileSizeCommitLog {
+		t.Fatalf("ends %d vs %d: want equal and past five files", one.CommitLogMaxOffset(), batch.CommitLogMaxOffset())
+	}
+	if fsBatch.Calls(vfs.OpWriteAt) == 0 {
+		t.Fatal("no batch went through WriteAt; the test covers only the mapping")
+	}
+	checkInvariants(t, batch)
+	one.Close()
+	batch.Close()
+	for _, dir := range []string{"/store/commitlog", "/store/consumequeue/B/0", "/store/consumequeue/B/2", "/store/index"} {
+		sameImage(t, dir, fileImage(t, fsOne, dir), fileImage(t, fsBatch, dir))
+	}
+}
+
+// An illegal append is refused alone; the others around it are stored with dense queue offsets.
+func TestAppendReplicatedBatchRefusesIllegalAlone(t *testing.T) {
+	s := openT(t, testConfig(vfs.NewMemFS()))
+	defer s.Close()
+	good := func(body string) [][]byte { return [][]byte{rec(t, "I", 0, body, "", "")} }
+	tooBig := [][]byte{rec(t, "I", 0, strings.Repeat("x", 20<<10), "", "")} // over MaxMessageSize
+	out, err := s.AppendReplicatedBatch([][][]byte{good("a"), tooBig, {}, good("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(out[1].Err, ErrMessageIllegal) || !errors.Is(out[2].Err, ErrMessageIllegal) || out[1].Results != nil {
+		t.Fatalf("illegal appends: %+v / %+v", out[1], out[2])
+	}
+	if out[0].Err != nil || out[3].Err != nil || out[0].Results[0].QueueOffset != 0 || out[3].Results[0].QueueOffset != 1 {
+		t.Fatalf("legal appends: %+v / %+v", out[0], out[3])
+	}
+	for i, body := range []string{"a", "b"} {
+		r := s.GetMessages("I", 0, int64(i), 1, 0, nil)
+		if r.Status != Found {
+			t.Fatalf("offset %d: %v", i, r.Status)
+		}
+		v, _ := message.ParseView(r.Records[0])
+		if string(v.Body()) != body {
+			t.Fatalf("offset %d: body %q, want %q", i, v.Body(), body)
+		}
+	}
+	checkInvariants(t, s)
+}
+
+// A failed write of the staged bytes makes none of them readable (no unit points at them, the
+// commitlog end does not move) and poisons the store, as a failed sync does.
+func TestAppendReplicatedBatchWriteFailure(t *testing.T) {
+	fs := vfs.NewMemFS()
+	s := openT(t, testConfig(fs))
+	defer s.Close()
+	if _, err := s.AppendReplicatedBatch(entryAppends(t, 0)[:3]); err != nil {
+		t.Fatal(err)
+	}
+	end := s.CommitLogMaxOffset()
+	before := checkQueues(t, s)
+	fs.FailAll(vfs.OpWriteAt)
+	_, err := s.AppendReplicatedBatch(entryAppends(t, 1)[:20])
+	var be *BatchWriteError
+	if !errors.Is(err, ErrIO) || !errors.Is(err, vfs.ErrInjected) || !errors.As(err, &be) || be.At != 0 {
+		t.Fatalf("batch with a failing write: %v", err)
+	}
+	if s.CommitLogMaxOffset() != end || fmt.Sprint(checkQueues(t, s)) != fmt.Sprint(before) {
+		t.Fatalf("failed batch became readable: end %d -> %d, queues %v -> %v", end, s.CommitLogMaxOffset(), before, checkQueues(t, s))
+	}
+	fs.ClearFaults()
+	if _, err := s.AppendReplicated(entryAppends(t, 2)[0]); !errors.Is(err, ErrIO) {
+		t.Fatalf("append after a failed write: %v (want the store poisoned)", err)
+	}
+	checkInvariants(t, s)
+}
+
+// A file that cannot be created in the middle of a batch stops it there: the appends before it
+// are stored and readable, the error names the append, and nothing after it is stored.
+func TestAppendReplicatedBatchCreateFailureMidway(t *testing.T) {
+	fs := vfs.NewMemFS()
+	s := openT(t, testConfig(fs))
+	defer s.Close()
+	appends := [][][]byte{
+		{rec(t, "M", 0, "first", "", "")},
+		{rec(t, "M", 0, "second", "", "")},
+		{rec(t, "NewQueue", 0, "needs a file", "", "")},
+		{rec(t, "M", 0, "never", "", "")},
+	}
+	if _, err := s.AppendReplicated(appends[0]); err != nil { // M-0's file exists
+		t.Fatal(err)
+	}
+	fs.FailAll(vfs.OpCreate)
+	_, err := s.AppendReplicatedBatch(appends[1:])
+	var be *BatchWriteError
+	if !errors.As(err, &be) || be.At != 1 || !errors.Is(err, ErrIO) {
+		t.Fatalf("batch with a failing create: %v", err)
+	}
+	fs.ClearFaults()
+	if r := s.GetMessages("M", 0, 0, 10, 0, nil); len(r.Records) != 2 {
+		t.Fatalf("M-0 holds %d records, want the two before the failure", len(r.Records))
+	}
+	if q := s.queueByName("NewQueue", 0); q != nil && q.max.Load() != 0 {
+		t.Fatalf("NewQueue got %d units", q.max.Load())
+	}
+	checkInvariants(t, s)
+}
