@@ -266,6 +266,9 @@ func TestProduceNative(t *testing.T) {
 				cfg.Client = ClientNative
 				cfg.Connections = 3
 				cfg.JSON = true
+				if tc.mode == ModeSync && tc.batch == 1 {
+					cfg.SlowLog = time.Nanosecond // every send is "slow": one line each
+				}
 				var out, errw bytes.Buffer
 				sum, err := RunProduce(context.Background(), cfg, &out, &errw)
 				if err != nil {
@@ -276,6 +279,9 @@ func TestProduceNative(t *testing.T) {
 				}
 				if wantOps := uint64((n + tc.batch - 1) / tc.batch); sum.Ops != wantOps {
 					t.Errorf("ops %d, want %d", sum.Ops, wantOps)
+				}
+				if slow := strings.Count(errw.String(), "\nslow: "); cfg.SlowLog > 0 && uint64(slow) != sum.Ops || cfg.SlowLog == 0 && slow != 0 {
+					t.Errorf("%d slow-send lines for %d sends with --slow-log %v", slow, sum.Ops, cfg.SlowLog)
 				}
 				if sum.Bytes != 100*n || sum.Client != ClientNative {
 					t.Errorf("bytes %d client %q", sum.Bytes, sum.Client)

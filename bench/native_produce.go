@@ -168,7 +168,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 	if cfg.Quiet {
 		lines = nil
 	}
-	rec := NewRecorder()
+	rec := newSendRecorder(&cfg, stderr)
 	elog := newErrorLog(stderr, cfg.MaxPrintedErrors)
 	rep := newReporter(rec, lines, "lat", cfg.Interval, cfg.Warmup, false)
 	route := cfg.Topic

@@ -58,6 +58,31 @@ type ProduceConfig struct {
 	CreateTopic bool
 	// TopicOptions are used when CreateTopic is set.
 	TopicOptions CreateTopicOptions
+	// SlowLog, when > 0, logs every send that took at least this long, with
+	// its start time, on stderr (see Recorder.LogSlow).
+	SlowLog time.Duration
+}
+
+// lockedWriter serializes writes to w, for writers several goroutines share.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// newSendRecorder is the Recorder of a produce run; it logs slow sends to
+// stderr when cfg.SlowLog is set.
+func newSendRecorder(cfg *ProduceConfig, stderr io.Writer) *Recorder {
+	rec := NewRecorder()
+	if cfg.SlowLog > 0 {
+		rec.LogSlow(stderr, cfg.SlowLog)
+	}
+	return rec
 }
 
 // errorBackoff is how long a sending goroutine pauses after a failed send,
@@ -133,6 +158,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	stderr = &lockedWriter{w: stderr} // the reporter, the error log and the slow-send log share it
 	if err := SetupClientLog(cfg.ClientLogLevel, cfg.ClientLogFile); err != nil {
 		return nil, err
 	}
@@ -216,7 +242,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	if cfg.Quiet {
 		lines = nil
 	}
-	rec := NewRecorder()
+	rec := newSendRecorder(&cfg, stderr)
 	elog := newErrorLog(stderr, cfg.MaxPrintedErrors)
 	rep := newReporter(rec, lines, "lat", cfg.Interval, cfg.Warmup, false)
 	fmt.Fprintf(stderr, "mqbench produce: topic=%s mode=%s size=%d batch=%d concurrency=%d producers=%d namesrv=%v\n",

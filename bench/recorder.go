@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -46,6 +48,10 @@ func (s *Stats) Reset() {
 type Recorder struct {
 	shards []recShard
 	mask   uint32
+
+	// slow, when > 0, logs every operation that took at least slow to slowOut.
+	slow    time.Duration
+	slowOut io.Writer
 }
 
 type recShard struct {
@@ -67,9 +73,21 @@ func (r *Recorder) shard() *recShard {
 	return &r.shards[rand.Uint32()&r.mask]
 }
 
+// LogSlow makes RecordOp write one line to w for every operation that took at
+// least over, with the wall-clock time it started: a tail that lines up with
+// something periodic (a flush, a timer, the host) shows in those times. w must
+// be safe for concurrent writes.
+func (r *Recorder) LogSlow(w io.Writer, over time.Duration) {
+	r.slow, r.slowOut = over, w
+}
+
 // RecordOp records one successful operation that carried msgs messages of
 // bytes body bytes in total and took lat.
 func (r *Recorder) RecordOp(lat time.Duration, msgs, bytes int) {
+	if r.slow > 0 && lat >= r.slow {
+		start := time.Now().Add(-lat)
+		fmt.Fprintf(r.slowOut, "slow: %.3f ms, started %s\n", float64(lat.Microseconds())/1000, start.UTC().Format("15:04:05.000000"))
+	}
 	s := r.shard()
 	s.mu.Lock()
 	s.st.Ops++

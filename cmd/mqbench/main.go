@@ -138,6 +138,7 @@ func produce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.DurationVar(&cfg.SendTimeout, "send-timeout", 3*time.Second, "client send timeout")
 	fs.IntVar(&cfg.Retries, "retries", -1, "client retries for sync/oneway sends (-1: client default, 3)")
 	fs.IntVar(&cfg.CompressOver, "compress-over", 4096, "body size from which the client compresses (0: never)")
+	fs.DurationVar(&cfg.SlowLog, "slow-log", 0, "log every send that takes at least this long, with its start time, on stderr (0: off)")
 	fs.BoolVar(&cfg.CreateTopic, "create-topic", false, "create the topic with the admin API first (needs -b)")
 	fs.StringVarP(&cfg.TopicOptions.Brokers, "broker", "b", "", "broker address(es) for --create-topic, ';'-separated")
 	fs.IntVar(&cfg.TopicOptions.Queues, "queues", 8, "read/write queue count for --create-topic")
