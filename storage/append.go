@@ -255,6 +255,9 @@ type stage struct {
 	units  []stagedUnit
 	keys   int // index entries among units
 	groups []*group
+	// mapSmall lets a small stage be copied into the mapping (see segment.write): set for
+	// Append with ASYNC_FLUSH.
+	mapSmall bool
 }
 
 // stagedUnit is one record's consume-queue unit and index keys, published after its bytes.
@@ -284,6 +287,7 @@ func (s *Store) appendLocked(gs []group, checkRatio bool) error {
 	s.appendGen++
 	st := &s.stage
 	st.seg, st.start = nil, s.cl.writePos.Load()
+	st.mapSmall = checkRatio && s.cfg.FlushDiskType == AsyncFlush
 	for i := range gs {
 		g := &gs[i]
 		if g.err != nil {
@@ -422,7 +426,7 @@ func (s *Store) place(n int) error {
 func (s *Store) publish() error {
 	st := &s.stage
 	if len(st.buf) > 0 {
-		if err := st.seg.write(st.start, st.buf); err != nil {
+		if err := st.seg.write(st.start, st.buf, st.mapSmall); err != nil {
 			err = s.fail(fmt.Errorf("commitlog write of %d bytes at %d: %w", len(st.buf), st.start, err))
 			st.reset(st.start)
 			return err

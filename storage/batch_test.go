@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,16 +30,20 @@ func entryAppends(t *testing.T, round int) [][][]byte {
 }
 
 // A batch stores exactly what the same appends made one at a time store: the same results and
-// byte-identical commitlog, consume-queue and index files, across file rolls, whether a part
-// reached its file through the mapping or through WriteAt.
+// byte-identical commitlog, consume-queue and index files, across file rolls, whether the bytes
+// reached the files through WriteAt (replicated appends, one by one or batched) or through the
+// mapping (small classic appends with ASYNC_FLUSH).
 func TestAppendReplicatedBatchSameAsOneByOne(t *testing.T) {
-	fsOne, fsBatch := vfs.NewMemFS(), vfs.NewMemFS()
+	fsOne, fsBatch, fsMapped := vfs.NewMemFS(), vfs.NewMemFS(), vfs.NewMemFS()
 	cfg := func(fs vfs.FS) Config {
 		c := testConfig(fs)
 		c.Now = func() time.Time { return time.UnixMilli(1_700_000_100_000) } // same index file names
 		return c
 	}
-	one, batch := openT(t, cfg(fsOne)), openT(t, cfg(fsBatch))
+	mappedCfg := cfg(fsMapped)
+	mappedCfg.FlushDiskType = AsyncFlush
+	one, batch, mapped := openT(t, cfg(fsOne)), openT(t, cfg(fsBatch)), openT(t, mappedCfg)
+	big := 0 // classic appends of writeThroughMin bytes or more: through the file even so
 	for round := 0; round < 6; round++ {
 		appends := entryAppends(t, round)
 		out, err := batch.AppendReplicatedBatch(appends)
@@ -53,19 +58,34 @@ func TestAppendReplicatedBatchSameAsOneByOne(t *testing.T) {
 			if fmt.Sprint(res) != fmt.Sprint(out[i].Results) {
 				t.Fatalf("round %d append %d: one by one %v, batch %v", round, i, res, out[i].Results)
 			}
+			size := 0
+			for _, r := range recs {
+				size += len(r)
+			}
+			if size >= writeThroughMin {
+				big++
+			}
+			if res, err := mapped.Append(context.Background(), recs); err != nil || fmt.Sprint(res) != fmt.Sprint(out[i].Results) {
+				t.Fatalf("round %d append %d: classic %v %v, batch %v", round, i, res, err, out[i].Results)
+			}
 		}
 	}
 	if one.CommitLogMaxOffset() != batch.CommitLogMaxOffset() || batch.CommitLogMaxOffset() < 5*testConfig(fsOne).MappedFileSizeCommitLog {
 		t.Fatalf("ends %d vs %d: want equal and past five files", one.CommitLogMaxOffset(), batch.CommitLogMaxOffset())
 	}
-	if fsBatch.Calls(vfs.OpWriteAt) == 0 {
-		t.Fatal("no batch went through WriteAt; the test covers only the mapping")
+	if fsBatch.Calls(vfs.OpWriteAt) == 0 || fsOne.Calls(vfs.OpWriteAt) == 0 {
+		t.Fatal("replicated appends did not go through WriteAt")
+	}
+	if n := fsMapped.Calls(vfs.OpWriteAt); n != big || big > 120 {
+		t.Fatalf("ASYNC_FLUSH appends went through WriteAt %d times, want only the %d big ones of 240", n, big)
 	}
 	checkInvariants(t, batch)
 	one.Close()
 	batch.Close()
+	mapped.Close()
 	for _, dir := range []string{"/store/commitlog", "/store/consumequeue/B/0", "/store/consumequeue/B/2", "/store/index"} {
 		sameImage(t, dir, fileImage(t, fsOne, dir), fileImage(t, fsBatch, dir))
+		sameImage(t, dir+" (mapped)", fileImage(t, fsOne, dir), fileImage(t, fsMapped, dir))
 	}
 }
 

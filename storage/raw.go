@@ -96,7 +96,7 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if err := seg.write(offset, data[:end]); err != nil {
+	if err := seg.write(offset, data[:end], s.cfg.FlushDiskType == AsyncFlush); err != nil {
 		return s.fail(fmt.Errorf("append raw: commitlog write of %d bytes at %d: %w", end, offset, err))
 	}
 	var hashes []int32

@@ -20,17 +20,22 @@ type segment struct {
 	b     []byte
 }
 
-// writeThroughMin is the smallest write segment.write sends through the file rather than the
-// mapping. Storing into a fresh page of a shared mapping faults (8-13 us per page on the
-// 2-core virtual machine the benchmarks run on, the kernel zeroing a preallocated page first);
-// pwrite of a 64 KiB batch costs under 1 us per page there, a small pwrite one system call
-// (~2.5 us), so writes of a page or more go through the file.
+// writeThroughMin is the smallest write segment.write may not send through the file. Storing
+// into a fresh page of a shared mapping faults (8-13 us per page on the 2-core virtual machine
+// the benchmarks run on, the kernel zeroing a preallocated page first), and every msync of
+// pages mapped dirty write-protects them again (TLB shootdowns, another fault on the next
+// store); pwrite of a 64 KiB batch costs under 1 us per page there, a small pwrite one system
+// call (~2.5 us). Through the file, BenchmarkAppendReplicated stores a record in 4.7-4.9 us one
+// append at a time instead of 5.4-5.6, and BenchmarkAppend/SYNC_FLUSH in 11-12 us instead of
+// 17-18; only small appends of ASYNC_FLUSH, many goroutines contending for the append lock
+// around a system call, do better through the mapping (4.7-5.0 us against 5.6-5.8).
 const writeThroughMin = 4096
 
-// write puts b at global offset off, which lies with b inside s.
-func (s *segment) write(off int64, b []byte) error {
+// write puts b at global offset off, which lies with b inside s: through the file, or, when
+// mapSmall is set and b is under writeThroughMin bytes, by a copy into the mapping.
+func (s *segment) write(off int64, b []byte, mapSmall bool) error {
 	p := off - s.start
-	if len(b) < writeThroughMin {
+	if mapSmall && len(b) < writeThroughMin {
 		copy(s.b[p:], b)
 		return nil
 	}
