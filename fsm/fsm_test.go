@@ -85,6 +85,16 @@ func TestDeterministicResults(t *testing.T) {
 	if res.Appends[3].Err != nil || res.Appends[3].Results[0].QueueOffset != 4 || f.AppliedIndex() != 3 {
 		t.Fatalf("%+v", res)
 	}
+	// refusals by the store (a body over maxMessageSize) and by Apply (no store time) between
+	// stored appends: each outcome stays with its append
+	big := rec(t, "A", 0, strings.Repeat("b", 20<<10), 1_700_000_000_003)
+	res = f.Apply(&raft.Log{Index: 4, Term: 1, Type: raft.LogCommand, Data: EncodeMessages([][][]byte{{r1}, {big}, {bad}, {r2}})}).(*ApplyResult)
+	if res.Appends[0].Err != nil || res.Appends[0].Results[0].QueueOffset != 5 ||
+		!errors.Is(res.Appends[1].Err, storage.ErrMessageIllegal) || !strings.Contains(res.Appends[1].Err.Error(), "maxMessageSize") ||
+		!errors.Is(res.Appends[2].Err, storage.ErrMessageIllegal) || !strings.Contains(res.Appends[2].Err.Error(), "STORETIMESTAMP") ||
+		res.Appends[3].Err != nil || res.Appends[3].Results[0].QueueOffset != 6 {
+		t.Fatalf("%+v", res)
+	}
 }
 
 // TestReplayAfterKill: the process dies with the commitlog ahead of the marker (the marker write
