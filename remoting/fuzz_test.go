@@ -93,6 +93,9 @@ func FuzzFastJSONHeader(f *testing.F) {
 	f.Add([]byte(`{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T1"}}`))
 	f.Add([]byte(`{"code":10,"extFields":{"i":"TAGS\u0001A\u0002","u":"\ud83d\ude00 \"q\" \\ \/"},"serializeTypeCurrentRPC":"JSON","remark":null}`))
 	f.Add([]byte(` { "code" : -3 , "opaque" : 2147483647 } `))
+	// one-character keys (SEND_MESSAGE_V2), escaped ones, values around the object's end
+	f.Add([]byte(`{"code":310,"extFields":{"a":"g","\"":"q","\u0062":"}","c":"x\"}"},"language":"JAVA"}`))
+	f.Add([]byte(`{"extFields":{"\\":"","b":"\u0001","\u0001":"1"},"language":"GO2"}`))
 	f.Fuzz(func(t *testing.T, h []byte) {
 		fast, err := fastJSONHeader(h)
 		if err != nil {

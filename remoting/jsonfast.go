@@ -3,6 +3,7 @@ package remoting
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -28,7 +29,7 @@ func fastJSONHeader(b []byte) (*Command, error) {
 		return c, p.end()
 	}
 	for {
-		key, ok := p.str()
+		key, ok := p.key()
 		if !ok || !p.consume(':') {
 			return nil, errSlowPath
 		}
@@ -53,6 +54,9 @@ func fastJSONHeader(b []byte) (*Command, error) {
 			if !ok {
 				return nil, errSlowPath
 			}
+			if l, ok := languages[s]; ok {
+				s = l // the request's own copy is garbage at once
+			}
 			c.Language = s
 		case "remark":
 			if p.null() {
@@ -74,7 +78,7 @@ func fastJSONHeader(b []byte) (*Command, error) {
 			c.ExtFields = m
 		case "serializeTypeCurrentRPC":
 			if !p.null() {
-				if _, ok := p.str(); !ok {
+				if _, _, ok := p.rawStr(); !ok {
 					return nil, errSlowPath
 				}
 			}
@@ -160,51 +164,76 @@ func (p *jsonParser) int32() (int32, bool) {
 // str parses a JSON string; invalid UTF-8 and control characters are left to
 // the general decoder.
 func (p *jsonParser) str() (string, bool) {
+	start := p.i
+	raw, plain, ok := p.rawStr()
+	if !ok {
+		return "", false
+	}
+	if !plain {
+		p.i = start
+		p.ws()
+		p.i++ // decode it again, escapes and all
+		return p.strEscaped(p.i, len(raw))
+	}
+	return string(raw), true
+}
+
+// rawStr parses a JSON string without allocating: raw is what lies between
+// the quotes, plain tells that it holds no escape (raw is then the value).
+// Invalid UTF-8 and control characters fail, as in str.
+func (p *jsonParser) rawStr() (raw []byte, plain, ok bool) {
 	p.ws()
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return "", false
+		return nil, false, false
 	}
 	p.i++
 	start := p.i
-	ascii := true
+	ascii, plain := true, true
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			s := p.b[start:p.i]
 			p.i++
-			if !ascii && !utf8.Valid(s) {
-				return "", false
+			if !ascii && plain && !utf8.Valid(s) {
+				return nil, false, false
 			}
-			return string(s), true
+			return s, plain, true
 		case c == '\\':
-			return p.strEscaped(start)
+			plain = false
+			if p.i+1 < len(p.b) {
+				p.i++ // the escaped character cannot end the string
+			}
 		case c < 0x20:
-			return "", false
+			return nil, false, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 		p.i++
 	}
-	return "", false
+	return nil, false, false
 }
 
-func (p *jsonParser) strEscaped(start int) (string, bool) {
-	out := make([]byte, 0, p.i-start+16)
-	out = append(out, p.b[start:p.i]...)
+// strEscaped decodes the string whose content starts at start, p.i being at or
+// before its first escape; size is the length of its raw content (escapes only
+// shorten it), for the one allocation of the value.
+func (p *jsonParser) strEscaped(start, size int) (string, bool) {
+	var out strings.Builder // String() does not copy: one allocation for the value
+	out.Grow(size)
+	out.Write(p.b[start:p.i])
 	for p.i < len(p.b) {
 		c := p.b[p.i]
 		switch {
 		case c == '"':
 			p.i++
-			if !utf8.Valid(out) {
+			if !utf8.ValidString(out.String()) {
 				return "", false
 			}
-			return string(out), true
+			return out.String(), true
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			out = append(out, c)
+			out.WriteByte(c)
 			p.i++
 			continue
 		}
@@ -215,17 +244,17 @@ func (p *jsonParser) strEscaped(start int) (string, bool) {
 		p.i += 2
 		switch e {
 		case '"', '\\', '/':
-			out = append(out, e)
+			out.WriteByte(e)
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
@@ -246,7 +275,7 @@ func (p *jsonParser) strEscaped(start int) (string, bool) {
 					return "", false
 				}
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 		default:
 			return "", false
 		}
@@ -282,18 +311,42 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 	if !p.consume('{') {
 		return nil, false
 	}
-	m := make(map[string]string, 16)
+	// One string holds every plain value of the object (values are substrings
+	// of it), and the map is sized for the fields counted ahead, so a header
+	// costs a few allocations rather than one per field. A value kept for long
+	// keeps the object's few hundred bytes alive with it.
+	n, end := objectFields(p.b[p.i:])
+	m := make(map[string]string, n)
 	if p.consume('}') {
 		return m, true
+	}
+	base := p.i
+	var whole string
+	if end > 0 {
+		whole = string(p.b[base : base+end])
 	}
 	for {
 		k, ok := p.key()
 		if !ok || !p.consume(':') {
 			return nil, false
 		}
-		v, ok := p.str()
+		p.ws()
+		vstart := p.i + 1 // after the opening quote, if it is a string
+		raw, plain, ok := p.rawStr()
 		if !ok {
 			return nil, false
+		}
+		var v string
+		switch {
+		case !plain:
+			p.i = vstart // decode it again, escapes and all
+			if v, ok = p.strEscaped(vstart, len(raw)); !ok {
+				return nil, false
+			}
+		case vstart-base+len(raw) <= len(whole):
+			v = whole[vstart-base : vstart-base+len(raw)]
+		default:
+			v = string(raw)
 		}
 		m[k] = v
 		if p.consume(',') {
@@ -301,6 +354,29 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 		}
 		return m, p.consume('}')
 	}
+}
+
+// objectFields counts the fields of the flat JSON object whose body b starts
+// (after its '{'), by the colons outside strings before the closing '}', and
+// returns where that '}' is (0 when not found: the parse will fail or a hint
+// is all that was lost). Nested values make the count a guess, which is all
+// it is used for.
+func objectFields(b []byte) (n, end int) {
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == ':':
+			n++
+		case c == '}':
+			return n, i
+		}
+	}
+	return n, 0
 }
 
 // internedKeys holds the extFields names clients send on every request, so
@@ -314,6 +390,9 @@ var internedKeys = func() map[string]string {
 		"subVersion", "expressionType", "maxMsgBytes", "lo", "ns", "nsd", "oway",
 		"msgId", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "offset", "timestamp",
 		"MSG_REGION", "TRACE_ON", "AccessKey", "Signature", "clientID", "group",
+		"msgId", "queueId", "transactionId",
+		// the header's own keys
+		"code", "language", "version", "opaque", "flag", "remark", "extFields", "serializeTypeCurrentRPC",
 	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {
@@ -322,14 +401,31 @@ var internedKeys = func() map[string]string {
 	return m
 }()
 
+// oneByteKeys interns every one-character ASCII key (the compact field names of
+// SEND_MESSAGE_V2 among them) without a map lookup.
+var oneByteKeys = func() (t [utf8.RuneSelf]string) {
+	for i := range t {
+		t[i] = string(rune(i))
+	}
+	return t
+}()
+
+// languages holds the language names clients send, for the same reason.
+var languages = map[string]string{"GO": "GO", "JAVA": "JAVA", "CPP": "CPP", "DOTNET": "DOTNET", "PYTHON": "PYTHON", "RUST": "RUST", "OTHER": "OTHER"}
+
 // key parses an object key, reusing the interned string for common names.
 func (p *jsonParser) key() (string, bool) {
 	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == '"' {
+	if p.i+1 < len(p.b) && p.b[p.i] == '"' {
 		start := p.i + 1
+		c1 := p.b[start]
 		for j := start; j < len(p.b) && j-start <= 32; j++ {
 			c := p.b[j]
 			if c == '"' {
+				if j == start+1 && c1 >= 0x20 && c1 < utf8.RuneSelf && c1 != '\\' { // SEND_MESSAGE_V2's a..n
+					p.i = j + 1
+					return oneByteKeys[c1], true
+				}
 				if k, ok := internedKeys[string(p.b[start:j])]; ok {
 					p.i = j + 1
 					return k, true
