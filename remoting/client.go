@@ -108,6 +108,28 @@ func (c *Client) Invoke(ctx context.Context, addr string, req *Command) (*Comman
 	return conn.Invoke(ctx, req)
 }
 
+// InvokeAsync sends req to addr and returns at once; done gets the outcome (see
+// Conn.InvokeAsync, also for what done may do). ctx bounds only a dial, which happens on the
+// caller's goroutine when addr has no open connection: a callback that sends again should use
+// Open first.
+func (c *Client) InvokeAsync(ctx context.Context, addr string, req *Command, deadline time.Time, done func(*Command, error)) error {
+	conn, err := c.Conn(ctx, addr)
+	if err != nil {
+		return err
+	}
+	return conn.InvokeAsync(req, deadline, done)
+}
+
+// Open returns the open connection to addr, or nil when there is none (it never dials).
+func (c *Client) Open(addr string) *Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if conn, ok := c.conns[addr]; ok && !c.closed && !isDone(conn) {
+		return conn
+	}
+	return nil
+}
+
 // InvokeOneway sends req to addr without waiting for an answer.
 func (c *Client) InvokeOneway(ctx context.Context, addr string, req *Command) error {
 	conn, err := c.Conn(ctx, addr)

@@ -69,8 +69,9 @@ type Conn struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	mu      sync.Mutex
-	pending map[int32]chan *Command
+	mu        sync.Mutex
+	pending   map[int32]pendingCall
+	sweepOnce sync.Once // starts sweepAsync on the first InvokeAsync
 
 	// ordered codes are queued on lane and served by at most one worker at a time.
 	ordered  orderedCodes
@@ -100,7 +101,7 @@ func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame i
 		idle:     idle,
 		out:      make(chan []byte, 1024),
 		closed:   make(chan struct{}),
-		pending:  map[int32]chan *Command{},
+		pending:  map[int32]pendingCall{},
 	}
 }
 
@@ -132,13 +133,109 @@ func (c *Conn) closeWith(err error) {
 		c.closeErr = err
 		close(c.closed)
 		_ = c.nc.Close()
+		var async []pendingCall
 		c.mu.Lock()
-		for op, ch := range c.pending {
+		for op, pc := range c.pending {
 			delete(c.pending, op)
-			close(ch)
+			if pc.done != nil {
+				async = append(async, pc)
+			} else {
+				close(pc.ch)
+			}
 		}
 		c.mu.Unlock()
+		for _, pc := range async {
+			c.complete(pc, nil, fmt.Errorf("request code %d to %s: %w", pc.code, c.RemoteAddr(), ErrConnClosed))
+		}
 	})
+}
+
+// pendingCall is a request waiting for its response: a goroutine in Invoke (ch) or a callback
+// registered by InvokeAsync (done, with its deadline).
+type pendingCall struct {
+	ch       chan *Command
+	done     func(*Command, error)
+	code     int32
+	deadline time.Time
+}
+
+// asyncSweep is how often a connection with InvokeAsync calls pending looks for expired ones:
+// a callback's timeout comes up to this late.
+const asyncSweep = 50 * time.Millisecond
+
+// InvokeAsync sends req and returns at once; done is called exactly once, with the response,
+// or with an error when the connection closes or when deadline has passed first (noticed within
+// asyncSweep). done runs on the connection's read goroutine (or on the one closing the
+// connection or sweeping expired calls), so it must not block; it may send further requests.
+// A panic in done is logged and does not stop the connection. An error returned here (the
+// request could not be queued) means done will not be called.
+func (c *Conn) InvokeAsync(req *Command, deadline time.Time, done func(*Command, error)) error {
+	req.Opaque = nextOpaque.Add(1)
+	req.Flag &^= FlagResponse
+	if c.beforeRequest != nil {
+		c.beforeRequest(req)
+	}
+	c.sweepOnce.Do(func() { go c.sweepAsync() })
+	c.mu.Lock()
+	select {
+	case <-c.closed:
+		c.mu.Unlock()
+		return ErrConnClosed
+	default:
+	}
+	c.pending[req.Opaque] = pendingCall{done: done, code: req.Code, deadline: deadline}
+	c.mu.Unlock()
+	frame, err := Encode(req)
+	if err == nil {
+		err = c.write(frame)
+	}
+	if err != nil {
+		c.mu.Lock()
+		_, mine := c.pending[req.Opaque]
+		delete(c.pending, req.Opaque)
+		c.mu.Unlock()
+		if !mine {
+			return nil // the closer took it and has called (or is calling) done
+		}
+		return fmt.Errorf("send request code %d to %s: %w", req.Code, c.RemoteAddr(), err)
+	}
+	return nil
+}
+
+// sweepAsync fails InvokeAsync calls whose deadline has passed, until the connection closes.
+func (c *Conn) sweepAsync() {
+	t := time.NewTicker(asyncSweep)
+	defer t.Stop()
+	var expired []pendingCall
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			expired = expired[:0]
+			c.mu.Lock()
+			for op, pc := range c.pending {
+				if pc.done != nil && now.After(pc.deadline) {
+					delete(c.pending, op)
+					expired = append(expired, pc)
+				}
+			}
+			c.mu.Unlock()
+			for _, pc := range expired {
+				c.complete(pc, nil, fmt.Errorf("request code %d to %s: %w", pc.code, c.RemoteAddr(), context.DeadlineExceeded))
+			}
+		}
+	}
+}
+
+// complete hands an InvokeAsync call its outcome, containing a panic in the callback.
+func (c *Conn) complete(pc pendingCall, resp *Command, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.Error("InvokeAsync callback panicked", "remote", c.RemoteAddr(), "code", pc.code, "panic", r)
+		}
+	}()
+	pc.done(resp, err)
 }
 
 // Reply sends a response (or any pre-built command) on the connection.
@@ -179,7 +276,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 		return nil, ErrConnClosed
 	default:
 	}
-	c.pending[req.Opaque] = ch
+	c.pending[req.Opaque] = pendingCall{ch: ch, code: req.Code}
 	c.mu.Unlock()
 	frame, err := Encode(req)
 	if err == nil {
@@ -286,12 +383,15 @@ func (c *Conn) readLoop() {
 		}
 		if cmd.IsResponse() {
 			c.mu.Lock()
-			ch, ok := c.pending[cmd.Opaque]
+			pc, ok := c.pending[cmd.Opaque]
 			delete(c.pending, cmd.Opaque)
 			c.mu.Unlock()
-			if ok {
-				ch <- cmd
-			} else {
+			switch {
+			case ok && pc.done != nil:
+				c.complete(pc, cmd, nil)
+			case ok:
+				pc.ch <- cmd
+			default:
 				c.logger.Debug("dropping response with no waiting request", "remote", c.RemoteAddr(), "opaque", cmd.Opaque)
 			}
 			continue
