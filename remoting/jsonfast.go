@@ -29,11 +29,11 @@ func fastJSONHeader(b []byte) (*Command, error) {
 		return c, p.end()
 	}
 	for {
-		key, ok := p.key()
-		if !ok || !p.consume(':') {
-			return nil, errSlowPath
+		raw, plain, ok := p.rawStr()
+		if !ok || !plain || !p.consume(':') {
+			return nil, errSlowPath // an escaped key is rare enough for the general decoder
 		}
-		switch key {
+		switch key := string(raw); key { // no allocation: the compiler compares the bytes
 		case "code", "version", "opaque", "flag":
 			n, ok := p.int32()
 			if !ok {
@@ -233,8 +233,12 @@ func (p *jsonParser) strEscaped(start, size int) (string, bool) {
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			out.WriteByte(c)
-			p.i++
+			j := p.i + 1 // copy the run up to the next escape, quote or control character
+			for j < len(p.b) && p.b[j] != '\\' && p.b[j] != '"' && p.b[j] >= 0x20 {
+				j++
+			}
+			out.Write(p.b[p.i:j])
+			p.i = j
 			continue
 		}
 		if p.i+1 >= len(p.b) {
@@ -390,9 +394,7 @@ var internedKeys = func() map[string]string {
 		"subVersion", "expressionType", "maxMsgBytes", "lo", "ns", "nsd", "oway",
 		"msgId", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "offset", "timestamp",
 		"MSG_REGION", "TRACE_ON", "AccessKey", "Signature", "clientID", "group",
-		"msgId", "queueId", "transactionId",
-		// the header's own keys
-		"code", "language", "version", "opaque", "flag", "remark", "extFields", "serializeTypeCurrentRPC",
+		"queueId", "transactionId",
 	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {
