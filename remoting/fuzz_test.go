@@ -96,6 +96,7 @@ func FuzzFastJSONHeader(f *testing.F) {
 	// one-character keys (SEND_MESSAGE_V2), escaped ones, values around the object's end
 	f.Add([]byte(`{"code":310,"extFields":{"a":"g","\"":"q","\u0062":"}","c":"x\"}"},"language":"JAVA"}`))
 	f.Add([]byte(`{"extFields":{"\\":"","b":"\u0001","\u0001":"1"},"language":"GO2"}`))
+	f.Add([]byte(`{"code":1,"serializeTypeCurrentRPC":"\x"}`)) // an invalid escape in a skipped value
 	f.Fuzz(func(t *testing.T, h []byte) {
 		fast, err := fastJSONHeader(h)
 		if err != nil {

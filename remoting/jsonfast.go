@@ -78,8 +78,14 @@ func fastJSONHeader(b []byte) (*Command, error) {
 			c.ExtFields = m
 		case "serializeTypeCurrentRPC":
 			if !p.null() {
-				if _, _, ok := p.rawStr(); !ok {
+				start := p.i
+				if _, plain, ok := p.rawStr(); !ok {
 					return nil, errSlowPath
+				} else if !plain { // escapes must be valid too: decode it (rare)
+					p.i = start
+					if _, ok := p.str(); !ok {
+						return nil, errSlowPath
+					}
 				}
 			}
 		default:

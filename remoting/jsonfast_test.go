@@ -53,3 +53,18 @@ func TestFastJSONHeaderExtFields(t *testing.T) {
 		t.Fatalf("encoding/json gives %+v (%v)", slow, err)
 	}
 }
+
+// A value the fast parser skips (serializeTypeCurrentRPC) is still checked: an invalid escape
+// there is refused as encoding/json refuses it.
+func TestFastJSONHeaderChecksSkippedValue(t *testing.T) {
+	h := []byte(`{"code":1,"serializeTypeCurrentRPC":"\x"}`)
+	if c, err := fastJSONHeader(h); err == nil {
+		t.Fatalf("fast parser accepted an invalid escape: %+v", c)
+	}
+	if _, err := slowJSONHeader(h); err == nil {
+		t.Fatal("encoding/json accepted it: the test proves nothing")
+	}
+	if c, err := fastJSONHeader([]byte(`{"code":1,"serializeTypeCurrentRPC":"J\u0053ON"}`)); err != nil || c.Code != 1 {
+		t.Fatalf("valid escape: %+v %v", c, err)
+	}
+}
