@@ -97,7 +97,9 @@ func FuzzFastJSONHeader(f *testing.F) {
 	f.Add([]byte(`{"code":310,"extFields":{"a":"g","\"":"q","\u0062":"}","c":"x\"}"},"language":"JAVA"}`))
 	f.Add([]byte(`{"extFields":{"\\":"","b":"\u0001","\u0001":"1"},"language":"GO2"}`))
 	f.Add([]byte(`{"code":1,"serializeTypeCurrentRPC":"\x"}`)) // an invalid escape in a skipped value
+	f.Add([]byte(`{"extFields":{  "a":"b"}`))                  // whitespace before the fields, cut off after them
 	f.Fuzz(func(t *testing.T, h []byte) {
+		h = h[:len(h):len(h)] // no spare capacity to read into by mistake
 		fast, err := fastJSONHeader(h)
 		if err != nil {
 			return

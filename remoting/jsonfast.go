@@ -325,12 +325,13 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 	// of it), and the map is sized for the fields counted ahead, so a header
 	// costs a few allocations rather than one per field. A value kept for long
 	// keeps the object's few hundred bytes alive with it.
-	n, end := objectFields(p.b[p.i:])
+	p.ws()
+	base := p.i // where the fields begin: end below counts from here
+	n, end := objectFields(p.b[base:])
 	m := make(map[string]string, n)
 	if p.consume('}') {
 		return m, true
 	}
-	base := p.i
 	var whole string
 	if end > 0 {
 		whole = string(p.b[base : base+end])

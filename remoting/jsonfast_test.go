@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 )
@@ -66,5 +67,27 @@ func TestFastJSONHeaderChecksSkippedValue(t *testing.T) {
 	}
 	if c, err := fastJSONHeader([]byte(`{"code":1,"serializeTypeCurrentRPC":"J\u0053ON"}`)); err != nil || c.Code != 1 {
 		t.Fatalf("valid escape: %+v %v", c, err)
+	}
+}
+
+// Whitespace inside extFields, and a header cut off after it, in buffers with no spare capacity:
+// the values come from the object's own bytes, never from past its end.
+func TestFastJSONHeaderWhitespaceAndTruncation(t *testing.T) {
+	for _, h := range []string{
+		`{"extFields":{  "a":"b"}`, // truncated: the outer object never closes
+		`{"extFields":{  "a":"b"  ,  "c" : "d"   }   }`,
+		"{\"extFields\":{ \n\t\"a\":\"b\" }}",
+		`{"extFields":{   }}`,
+	} {
+		b := []byte(h)
+		b = b[:len(b):len(b)]
+		fast, err := fastJSONHeader(b)
+		slow, serr := slowJSONHeader(b)
+		switch {
+		case err != nil && serr == nil && !errors.Is(err, errSlowPath):
+			t.Fatalf("%q: fast %v, slow accepted", h, err)
+		case err == nil && (serr != nil || !reflect.DeepEqual(fast, slow)):
+			t.Fatalf("%q: fast %+v, slow %+v %v", h, fast, slow, serr)
+		}
 	}
 }
