@@ -401,7 +401,7 @@ var internedKeys = func() map[string]string {
 		"subVersion", "expressionType", "maxMsgBytes", "lo", "ns", "nsd", "oway",
 		"msgId", "nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId", "offset", "timestamp",
 		"MSG_REGION", "TRACE_ON", "AccessKey", "Signature", "clientID", "group",
-		"queueId", "transactionId",
+		"transactionId",
 	}
 	m := make(map[string]string, len(names))
 	for _, n := range names {
