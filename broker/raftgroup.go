@@ -108,6 +108,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		NoFastFailover:     !cfg.DLegerFastFailover,
 		TrailingLogs:       uint64(cfg.DLegerTrailingLogs),
 		WALSegmentSize:     cfg.DLegerWalSegmentSize(),
+		LogCacheBytes:      cfg.DLegerLogCacheBytes(),
 		Join:               cfg.DLegerJoin,
 	}, f)
 	if err != nil {

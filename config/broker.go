@@ -130,6 +130,7 @@ type Broker struct {
 	DLegerFastFailover     bool  `prop:"dLegerFastFailover"`     // default true
 	DLegerTrailingLogs     int64 `prop:"dLegerTrailingLogs"`     // entries kept in the log after a snapshot; a node further behind gets the snapshot
 	DLegerWalSegmentSizeMB int64 `prop:"dLegerWalSegmentSizeMB"` // raft-wal segment size, MiB (the log is truncated in whole segments)
+	DLegerLogCacheMB       int64 `prop:"dLegerLogCacheMB"`       // newest Raft entries kept in memory, MiB (the newest 8 whatever their size)
 	// Group commit on the leader (dledger.Batcher): concurrent sends coalesce into one Raft
 	// entry of at most dLegerBatchMaxBytes / dLegerBatchMaxItems; up to dLegerBatchMaxInFlight
 	// entries are in Raft at once; with dLegerBatchLingerMs > 0 a new entry waits up to that
@@ -365,6 +366,9 @@ func (b *Broker) DLegerBatchLinger() time.Duration { return ms(b.DLegerBatchLing
 
 // DLegerWalSegmentSize is dLegerWalSegmentSizeMB in bytes (0 = dledger's default).
 func (b *Broker) DLegerWalSegmentSize() int { return int(b.DLegerWalSegmentSizeMB) << 20 }
+
+// DLegerLogCacheBytes is dLegerLogCacheMB in bytes (0 = dledger's default).
+func (b *Broker) DLegerLogCacheBytes() int { return int(b.DLegerLogCacheMB) << 20 }
 
 // DLegerSnapshotInterval is dLegerSnapshotIntervalSec as a duration (0 = dledger's default).
 func (b *Broker) DLegerSnapshotInterval() time.Duration {

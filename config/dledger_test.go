@@ -113,6 +113,8 @@ func TestDLegerTuningValidation(t *testing.T) {
 		{"dLegerTrailingLogs=-1", "dLegerTrailingLogs"},
 		{"dLegerWalSegmentSizeMB=-1", "dLegerWalSegmentSizeMB"},
 		{"dLegerWalSegmentSizeMB=2048", "dLegerWalSegmentSizeMB"},
+		{"dLegerLogCacheMB=-1", "dLegerLogCacheMB"},
+		{"dLegerLogCacheMB=5000", "dLegerLogCacheMB"},
 		{"dLegerJoin=yes", "dLegerJoin"},
 	}
 	for _, c := range cases {
@@ -127,6 +129,7 @@ func TestDLegerTuningValidation(t *testing.T) {
 		"dLegerLeaderLeaseTimeoutMs=250\ndLegerCommitTimeoutMs=1",
 		"dLegerLogStore=wal\ndLegerSnapshotIntervalSec=1\ndLegerSnapshotThreshold=1",
 		"dLegerTrailingLogs=64\ndLegerWalSegmentSizeMB=2",
+		"dLegerLogCacheMB=1",
 	} {
 		if _, _, err := LoadBroker([]string{"-c", writeFile(t, rocketmqDLegerExample+ok+"\n")}); err != nil {
 			t.Errorf("%q: %v", ok, err)
@@ -192,12 +195,12 @@ func TestShippedDLegerExamples(t *testing.T) {
 func TestDLegerJoin(t *testing.T) {
 	b, w, err := LoadBroker([]string{"-c", writeFile(t, "enableDLegerCommitLog=true\ndLegerGroup=g\ndLegerJoin=true\n"+
 		"dLegerPeers=n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913;n3-127.0.0.1:40914\ndLegerSelfId=n3\n"+
-		"dLegerTrailingLogs=256\ndLegerWalSegmentSizeMB=8\n")})
+		"dLegerTrailingLogs=256\ndLegerWalSegmentSizeMB=8\ndLegerLogCacheMB=32\n")})
 	if err != nil || len(w) != 0 {
 		t.Fatalf("load: %v %q", err, w)
 	}
-	if !b.DLegerJoin || b.DLegerTrailingLogs != 256 || b.DLegerWalSegmentSize() != 8<<20 {
-		t.Errorf("values not applied: join %v trailing %d segment %d", b.DLegerJoin, b.DLegerTrailingLogs, b.DLegerWalSegmentSize())
+	if !b.DLegerJoin || b.DLegerTrailingLogs != 256 || b.DLegerWalSegmentSize() != 8<<20 || b.DLegerLogCacheBytes() != 32<<20 {
+		t.Errorf("values not applied: join %v trailing %d segment %d cache %d", b.DLegerJoin, b.DLegerTrailingLogs, b.DLegerWalSegmentSize(), b.DLegerLogCacheBytes())
 	}
 	if self, err := b.SelfPeer(); err != nil || self != (Peer{"n3", "127.0.0.1:40914"}) {
 		t.Errorf("SelfPeer = %v, %v", self, err)

@@ -198,6 +198,7 @@ func (b *Broker) validateRaftTuning() []error {
 		{"dLegerSnapshotThreshold", b.DLegerSnapshotThreshold, 1},
 		{"dLegerTrailingLogs", b.DLegerTrailingLogs, 1},
 		{"dLegerWalSegmentSizeMB", b.DLegerWalSegmentSizeMB, 1},
+		{"dLegerLogCacheMB", b.DLegerLogCacheMB, 1},
 		{"dLegerBatchMaxBytes", b.DLegerBatchMaxBytes, 4 << 10},
 		{"dLegerBatchMaxItems", b.DLegerBatchMaxItems, 1},
 		{"dLegerBatchMaxInFlight", b.DLegerBatchMaxInFlight, 1},
@@ -230,6 +231,7 @@ func (b *Broker) validateRaftTuning() []error {
 		{"dLegerBatchMaxItems", b.DLegerBatchMaxItems, 65536},
 		{"dLegerBatchMaxInFlight", b.DLegerBatchMaxInFlight, 64},
 		{"dLegerBatchLingerMs", b.DLegerBatchLingerMs, 100},
+		{"dLegerLogCacheMB", b.DLegerLogCacheMB, 4096},
 	} {
 		if k.v > k.max {
 			add(k.key, "must be <= %d, got %d", k.max, k.v)

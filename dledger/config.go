@@ -28,6 +28,7 @@ const (
 	DefaultTrailingLogs       = 10240
 	DefaultLogStore           = LogStoreWAL
 	DefaultLogCacheSize       = 512
+	DefaultLogCacheBytes      = 8 << 20
 	DefaultSnapshotRetain     = 2
 	DefaultWALSegmentSize     = 64 << 20
 )
@@ -66,7 +67,10 @@ type Config struct {
 	TrailingLogs      uint64        `json:"dLegerTrailingLogs"`
 
 	LogStore     string `json:"dLegerLogStore"`     // LogStoreWAL or LogStoreBolt
-	LogCacheSize int    `json:"dLegerLogCacheSize"` // entries kept in raft.NewLogCache; <0 disables
+	LogCacheSize int    `json:"dLegerLogCacheSize"` // newest entries kept in memory; <0 disables the cache
+	// LogCacheBytes bounds the cache by size as well (the newest 8 entries stay whatever their
+	// size); see logCache for why it is small.
+	LogCacheBytes int `json:"dLegerLogCacheBytes"`
 	// WALSegmentSize is raft-wal's segment file size (default 64 MiB). Log compaction frees whole
 	// segments only, and a follower is sent a snapshot only for entries that are gone.
 	WALSegmentSize int `json:"dLegerWalSegmentSize"`
@@ -105,6 +109,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.LogCacheSize == 0 {
 		c.LogCacheSize = DefaultLogCacheSize
+	}
+	if c.LogCacheBytes == 0 {
+		c.LogCacheBytes = DefaultLogCacheBytes
 	}
 	if c.WALSegmentSize == 0 {
 		c.WALSegmentSize = DefaultWALSegmentSize

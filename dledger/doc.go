@@ -8,8 +8,8 @@
 //   - transport: raft.NetworkTransport over TCP on self's dLegerPeers address, advertised verbatim
 //     (host names stay host names, so NotLeaderError names the address operators configured).
 //   - stable store: raft-boltdb/v2 (bbolt), fsync on.
-//   - log store: hashicorp/raft-wal (default) or raft-boltdb/v2, behind raft.NewLogCache (512
-//     entries), fsync on. Chosen by measurement, see below. raft-wal v0.4.1, not v0.4.0: v0.4.0
+//   - log store: hashicorp/raft-wal (default) or raft-boltdb/v2, behind an in-memory cache of the
+//     newest entries (logCache: 512 entries and 8 MiB, see there why so small), fsync on. Chosen by measurement, see below. raft-wal v0.4.1, not v0.4.0: v0.4.0
 //     could not reopen a log whose tail Raft had truncated (hashicorp/raft-wal#31).
 //   - snapshots: raft.FileSnapshotStore, two retained.
 //   - Open bootstraps the configuration from Peers (all voters) when DataDir has no Raft state,

@@ -29,8 +29,9 @@ func openStable(dir string) (*raftboltdb.BoltStore, error) {
 
 // openLogStore opens the chosen log store and refuses a DataDir that holds the other kind, which
 // would otherwise look like an empty log next to a non-empty stable store. The closer closes the
-// underlying store; the raft.LogStore is wrapped in a raft.LogCache unless cacheSize < 0.
-func openLogStore(dir, kind string, cacheSize, segmentSize int, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
+// underlying store; the raft.LogStore is wrapped in a logCache of cacheSize entries and cacheBytes
+// bytes unless cacheSize < 0.
+func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
 	other := map[string]string{LogStoreWAL: boltLogFile, LogStoreBolt: walDir}[kind]
 	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 		return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
@@ -66,7 +67,7 @@ func openLogStore(dir, kind string, cacheSize, segmentSize int, logger hclog.Log
 	if cacheSize < 0 {
 		return store, c, nil
 	}
-	cached, err := raft.NewLogCache(cacheSize, store)
+	cached, err := newLogCache(store, cacheSize, cacheBytes)
 	if err != nil {
 		c.Close()
 		return nil, nil, err

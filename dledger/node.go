@@ -15,12 +15,13 @@ import (
 )
 
 // Node is one member of a Raft group: hashicorp/raft with a TCP transport, a bbolt stable store, the
-// configured log store behind a raft.LogCache, and file snapshots.
+// configured log store behind a cache of its newest entries, and file snapshots.
 type Node struct {
 	cfg   Config
 	raft  *raft.Raft
 	trans *raft.NetworkTransport
 	logs  io.Closer
+	cache *logCache // nil when disabled (LogCacheSize < 0)
 	stab  *raftboltdb.BoltStore
 
 	notify      chan bool     // raft.Config.NotifyCh
@@ -72,10 +73,11 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	closers = append(closers, n.stab)
 	var logs raft.LogStore
-	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.WALSegmentSize, cfg.Logger); err != nil {
+	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, cfg.Logger); err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.logs)
+	n.cache, _ = logs.(*logCache)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("dledger: snapshot store: %w", err)

@@ -21,6 +21,10 @@ type Status struct {
 	// now).
 	LastContact   time.Time      `json:"lastContact"`
 	Configuration []ServerStatus `json:"configuration"`
+	// LogCacheEntries and LogCacheBytes are what the in-memory cache of the newest log entries
+	// holds (dLegerLogCacheMB bounds it).
+	LogCacheEntries int `json:"logCacheEntries"`
+	LogCacheBytes   int `json:"logCacheBytes"`
 }
 
 // ServerStatus is one member of the latest configuration (possibly not yet committed).
@@ -48,6 +52,11 @@ func (n *Node) Status() Status {
 	s.LeaderID, s.LeaderAddr = n.Leader()
 	if s.State == "Leader" {
 		s.LastContact = time.Now()
+	}
+	if n.cache != nil {
+		if first, last, size := n.cache.cached(); first != 0 {
+			s.LogCacheEntries, s.LogCacheBytes = int(last-first+1), size
+		}
 	}
 	if f := r.GetConfiguration(); f.Error() == nil {
 		for _, sv := range f.Configuration().Servers {
