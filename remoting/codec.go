@@ -42,29 +42,29 @@ func languageName(code byte) string {
 // Encode renders c as a complete frame, length field included, in c's
 // serialize type.
 func Encode(c *Command) ([]byte, error) {
-	var header []byte
+	// The header is rendered in place after the two length fields (patched in below), so a
+	// frame is one allocation and the header is not copied.
+	out := make([]byte, 8, 8+128+32*len(c.ExtFields)+len(c.Remark)+len(c.Body))
 	var err error
 	if c.SerializeType == SerializeRocketMQ {
-		header, err = encodeBinaryHeader(nil, c)
+		out, err = encodeBinaryHeader(out, c)
 	} else {
-		header = encodeJSONHeader(make([]byte, 0, 128+32*len(c.ExtFields)), c)
+		out = encodeJSONHeader(out, c)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(header) > 0xFFFFFF {
-		return nil, fmt.Errorf("remoting: header of %d bytes exceeds 24 bits: %w", len(header), ErrBadHeader)
+	headerLen := len(out) - 8
+	if headerLen > 0xFFFFFF {
+		return nil, fmt.Errorf("remoting: header of %d bytes exceeds 24 bits: %w", headerLen, ErrBadHeader)
 	}
-	total := 4 + len(header) + len(c.Body)
+	total := 4 + headerLen + len(c.Body)
 	if total+4 > DefaultMaxFrameSize {
 		return nil, fmt.Errorf("remoting: frame of %d bytes: %w", total+4, ErrFrameTooLarge)
 	}
-	out := make([]byte, 8, 8+len(header)+len(c.Body))
 	binary.BigEndian.PutUint32(out[0:], uint32(total))
-	binary.BigEndian.PutUint32(out[4:], uint32(c.SerializeType)<<24|uint32(len(header)))
-	out = append(out, header...)
-	out = append(out, c.Body...)
-	return out, nil
+	binary.BigEndian.PutUint32(out[4:], uint32(c.SerializeType)<<24|uint32(headerLen))
+	return append(out, c.Body...), nil
 }
 
 // ReadFrame reads one frame from r and returns what follows the length field.
