@@ -85,7 +85,7 @@ func (c *logCache) StoreLogs(logs []*raft.Log) error {
 			c.clearLocked()
 		}
 		if c.first != 0 && int(l.Index-c.first) >= len(c.ring) {
-			c.evictFirstLocked()
+			c.dropLocked(c.first)
 		}
 		c.ring[l.Index%uint64(len(c.ring))] = l
 		c.bytes += logSize(l)
@@ -95,7 +95,7 @@ func (c *logCache) StoreLogs(logs []*raft.Log) error {
 		}
 	}
 	for c.bytes > c.maxBytes && c.last-c.first+1 > logCacheMinEntries {
-		c.evictFirstLocked()
+		c.dropLocked(c.first)
 	}
 	return nil
 }
@@ -117,11 +117,11 @@ func (c *logCache) DeleteRange(min, max uint64) error {
 		c.clearLocked()
 	case min <= c.first:
 		for c.first <= max {
-			c.evictFirstLocked()
+			c.dropLocked(c.first)
 		}
 	case max >= c.last:
 		for c.last >= min {
-			c.evictLastLocked()
+			c.dropLocked(c.last)
 		}
 	default: // a hole in the middle: Raft never asks for one, so simply forget everything
 		c.clearLocked()
@@ -130,34 +130,25 @@ func (c *logCache) DeleteRange(min, max uint64) error {
 	return c.store.DeleteRange(min, max)
 }
 
-// evictFirstLocked drops the oldest cached entry.
-func (c *logCache) evictFirstLocked() {
-	slot := c.first % uint64(len(c.ring))
+// dropLocked forgets the cached entry idx, which is the first or the last one.
+func (c *logCache) dropLocked(idx uint64) {
+	slot := idx % uint64(len(c.ring))
 	c.bytes -= logSize(c.ring[slot])
 	c.ring[slot] = nil
-	if c.first == c.last {
+	switch {
+	case c.first == c.last:
 		c.first, c.last, c.bytes = 0, 0, 0
-		return
+	case idx == c.first:
+		c.first++
+	default:
+		c.last--
 	}
-	c.first++
-}
-
-// evictLastLocked drops the newest cached entry.
-func (c *logCache) evictLastLocked() {
-	slot := c.last % uint64(len(c.ring))
-	c.bytes -= logSize(c.ring[slot])
-	c.ring[slot] = nil
-	if c.first == c.last {
-		c.first, c.last, c.bytes = 0, 0, 0
-		return
-	}
-	c.last--
 }
 
 // clearLocked drops every cached entry.
 func (c *logCache) clearLocked() {
 	for c.first != 0 {
-		c.evictFirstLocked()
+		c.dropLocked(c.first)
 	}
 }
 
