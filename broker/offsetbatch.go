@@ -106,6 +106,33 @@ func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) uint6
 	return seq
 }
 
+// commitAhead queues off like commit unless the queue's latest value (queued, in flight, else
+// replicated(), read under the batcher's lock so no commit slips in between) is already beyond
+// it; it reports whether it queued.
+func (ob *offsetBatcher) commitAhead(group, topic string, qid int32, off int64, replicated func() (int64, bool)) bool {
+	k := offsetKey{group, topic, qid}
+	ob.mu.Lock()
+	cur, ok := ob.pending[k]
+	if !ok {
+		cur, ok = ob.inflight[k]
+	}
+	if !ok {
+		cur, ok = replicated()
+	}
+	if ok && off < cur {
+		ob.mu.Unlock()
+		return false
+	}
+	ob.pending[k] = off
+	ob.queued++
+	full := len(ob.pending) >= ob.maxEntries
+	ob.mu.Unlock()
+	if full {
+		ob.kickFlush()
+	}
+	return true
+}
+
 // errOffsetNotReplicated: the commit was dropped or its entry failed (leadership lost).
 var errOffsetNotReplicated = errors.New("consumer offset commit not replicated: this broker stopped leading its group; commit it again")
 

@@ -294,6 +294,21 @@ func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
 	}
 }
 
+// commitPullOffset records the commit offset a pull carries, but never moves the queue's offset
+// back. A client builds each pull with its current offset, and the pull is served concurrently
+// with the UPDATE_CONSUMER_OFFSET requests of the same connection, so a pull built before the
+// client's last persist can be served after it and would undo it (the chaos suite's offset
+// watcher caught one such step back, with no failover near it). Deliberate moves back (resets)
+// come as UPDATE_CONSUMER_OFFSET or through the broker's own reset, which still overwrite.
+func (b *Broker) commitPullOffset(group, topic string, qid int32, off int64) {
+	switch {
+	case !b.replicated():
+		b.offsets.CommitAhead(group, topic, qid, off)
+	case b.isLeader():
+		b.offsetBatch.commitAhead(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
+	}
+}
+
 // replicatedOffsetWait bounds how long a query waits for the commits queued before it.
 const replicatedOffsetWait = 3 * time.Second
 

@@ -385,3 +385,40 @@ func TestOffsetBatcherWaitCommitted(t *testing.T) {
 		t.Fatalf("%d entries proposed, want 3 (the dropped commit never proposed)", got)
 	}
 }
+
+// commitAhead compares against the queued value, then the one in flight, then the replicated
+// table, and never queues a step back; commit still overwrites.
+func TestOffsetBatcherCommitAhead(t *testing.T) {
+	p := &fakeProposer{block: make(chan struct{}), entered: make(chan struct{}, 10)}
+	ob := newOffsetBatcher(p.propose, time.Hour, 1000, nil)
+	defer func() { close(p.block); ob.close() }()
+	table := map[int32]int64{0: 50}
+	replicated := func(q int32) func() (int64, bool) {
+		return func() (int64, bool) { off, ok := table[q]; return off, ok }
+	}
+	if ob.commitAhead("G", "T", 0, 40, replicated(0)) {
+		t.Fatal("queued 40 below the replicated 50")
+	}
+	if !ob.commitAhead("G", "T", 0, 60, replicated(0)) || !ob.commitAhead("G", "T", 1, 3, replicated(1)) {
+		t.Fatal("refused a step forward (or a queue with no offset yet)")
+	}
+	if ob.commitAhead("G", "T", 0, 55, replicated(0)) {
+		t.Fatal("queued 55 below the queued 60")
+	}
+	ob.kickFlush()
+	select {
+	case <-p.entered: // 60 is now in flight, the table still says 50
+	case <-time.After(2 * time.Second):
+		t.Fatal("no flush")
+	}
+	if ob.commitAhead("G", "T", 0, 58, replicated(0)) {
+		t.Fatal("queued 58 below the 60 in flight")
+	}
+	ob.commit("G", "T", 0, 10) // an explicit update (a reset) goes back
+	if off, _ := ob.query("G", "T", 0); off != 10 {
+		t.Fatalf("after an explicit commit of 10 the queued value is %d", off)
+	}
+	if !ob.commitAhead("G", "T", 0, 12, replicated(0)) {
+		t.Fatal("refused 12 after the reset to 10")
+	}
+}

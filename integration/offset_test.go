@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -79,4 +80,63 @@ func TestCommittedOffsetsSurviveRestart(t *testing.T) {
 	if d := diffBodies(setB, c2.got.snapshot()); len(d.missing)+len(d.extra)+len(d.dups) > 0 {
 		t.Errorf("second consumer (same group, after restart) should get exactly set B: %s", d)
 	}
+}
+
+// TestPullCommitNeverStepsBack: the commit offset a pull carries never moves a queue's committed
+// offset back, in classic mode and on a DLedger leader. A client builds each pull with its
+// current offset and the broker serves pulls concurrently with the same connection's
+// UPDATE_CONSUMER_OFFSET requests, so a pull built before the client's last persist can be
+// served after it; the chaos suite's offset watcher once saw a committed offset go back by one
+// that way with no failover near. An explicit UPDATE_CONSUMER_OFFSET still moves it back (resets).
+func TestPullCommitNeverStepsBack(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, addr string) {
+		topic, group := uniq("PullCommit"), uniq("GPullCommit")
+		sendRawOK(t, addr, topic, "one")
+		update := func(off int64) {
+			t.Helper()
+			resp, err := rawRequest(addr, metaCodeUpdateConsumerOffset, map[string]string{
+				"consumerGroup": group, "topic": topic, "queueId": "0", "commitOffset": strconv.FormatInt(off, 10),
+			}, nil, 10*time.Second)
+			if err != nil || resp.Code != respSuccess {
+				t.Fatalf("UPDATE_CONSUMER_OFFSET %d: %v %+v", off, err, resp)
+			}
+		}
+		pullCommitting := func(commit int64) {
+			t.Helper()
+			resp, err := rawRequest(addr, codePullMessage, map[string]string{
+				"consumerGroup": group, "topic": topic, "queueId": "0", "queueOffset": "0", "maxMsgNums": "1",
+				"sysFlag": "5", // commit offset + subscription, no suspend
+				"commitOffset": strconv.FormatInt(commit, 10), "suspendTimeoutMillis": "0",
+				"subscription": "*", "subVersion": "0", "expressionType": "TAG",
+			}, nil, 10*time.Second)
+			if err != nil || resp.Code != respSuccess {
+				t.Fatalf("PULL_MESSAGE committing %d: %v %+v", commit, err, resp)
+			}
+		}
+		expect := func(what string, want int64) {
+			t.Helper()
+			off, found, err := consumerOffset(addr, group, topic, 0)
+			if err != nil || !found || off != want {
+				t.Fatalf("%s: committed offset %d (found=%v, err=%v), want %d", what, off, found, err, want)
+			}
+		}
+		update(5)
+		pullCommitting(3)
+		expect("a pull committing 3 after an update to 5", 5)
+		pullCommitting(7)
+		expect("a pull committing 7", 7)
+		update(2)
+		expect("an update to 2 (a reset)", 2)
+		pullCommitting(2)
+		expect("a pull committing the same offset", 2)
+	}
+	t.Run("classic", func(t *testing.T) {
+		c := startCluster(t)
+		check(t, c.b.addr)
+	})
+	t.Run("dledger", func(t *testing.T) {
+		g := startRaftGroup(t, startNamesrv(t), 1)
+		check(t, g.waitMaster(t, 30*time.Second, nil).addr)
+	})
 }

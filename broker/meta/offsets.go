@@ -59,6 +59,19 @@ func (o *Offsets) Commit(group, topic string, queueID int32, offset int64) {
 	o.mu.Unlock()
 }
 
+// CommitAhead is Commit unless the committed offset is already beyond offset; it reports
+// whether it committed.
+func (o *Offsets) CommitAhead(group, topic string, queueID int32, offset int64) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur, ok := o.committed[tg{topic, group}][queueID]; ok && offset < cur {
+		return false
+	}
+	set(o.committed, tg{topic, group}, queueID, offset)
+	o.changes++
+	return true
+}
+
 // ReplaceAll replaces every committed offset with w's (a Raft snapshot restore in DLedger mode).
 // As for Commit, only memory changes; the next Persist writes the file. Malformed keys are
 // skipped, as by OpenOffsets. Last pull offsets (statistics) are kept.
