@@ -106,7 +106,7 @@ func TestPullCommitNeverStepsBack(t *testing.T) {
 			t.Helper()
 			resp, err := rawRequest(addr, codePullMessage, map[string]string{
 				"consumerGroup": group, "topic": topic, "queueId": "0", "queueOffset": "0", "maxMsgNums": "1",
-				"sysFlag": "5", // commit offset + subscription, no suspend
+				"sysFlag":      "5", // commit offset + subscription, no suspend
 				"commitOffset": strconv.FormatInt(commit, 10), "suspendTimeoutMillis": "0",
 				"subscription": "*", "subVersion": "0", "expressionType": "TAG",
 			}, nil, 10*time.Second)
