@@ -94,15 +94,7 @@ func newOffsetBatcher(propose func(context.Context, []fsm.OffsetCommit) error, i
 
 // commit queues one offset for the next entry and returns its sequence number.
 func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) uint64 {
-	ob.mu.Lock()
-	ob.pending[offsetKey{group, topic, qid}] = off
-	ob.queued++
-	seq := ob.queued
-	full := len(ob.pending) >= ob.maxEntries
-	ob.mu.Unlock()
-	if full {
-		ob.kickFlush()
-	}
+	seq, _ := ob.enqueue(offsetKey{group, topic, qid}, off, nil)
 	return seq
 }
 
@@ -110,27 +102,33 @@ func (ob *offsetBatcher) commit(group, topic string, qid int32, off int64) uint6
 // replicated(), read under the batcher's lock so no commit slips in between) is already beyond
 // it; it reports whether it queued.
 func (ob *offsetBatcher) commitAhead(group, topic string, qid int32, off int64, replicated func() (int64, bool)) bool {
-	k := offsetKey{group, topic, qid}
+	_, queued := ob.enqueue(offsetKey{group, topic, qid}, off, replicated)
+	return queued
+}
+
+// enqueue queues off for k, unconditionally when replicated is nil, else only if it is not
+// below k's latest value (see commitAhead), and kicks a flush once maxEntries queues wait.
+func (ob *offsetBatcher) enqueue(k offsetKey, off int64, replicated func() (int64, bool)) (seq uint64, queued bool) {
 	ob.mu.Lock()
-	cur, ok := ob.pending[k]
-	if !ok {
-		cur, ok = ob.inflight[k]
-	}
-	if !ok {
-		cur, ok = replicated()
-	}
-	if ok && off < cur {
-		ob.mu.Unlock()
-		return false
+	if replicated != nil {
+		cur, ok := ob.latestLocked(k)
+		if !ok {
+			cur, ok = replicated()
+		}
+		if ok && off < cur {
+			ob.mu.Unlock()
+			return 0, false
+		}
 	}
 	ob.pending[k] = off
 	ob.queued++
+	seq = ob.queued
 	full := len(ob.pending) >= ob.maxEntries
 	ob.mu.Unlock()
 	if full {
 		ob.kickFlush()
 	}
-	return true
+	return seq, true
 }
 
 // errOffsetNotReplicated: the commit was dropped or its entry failed (leadership lost).
@@ -209,9 +207,13 @@ func (ob *offsetBatcher) waitUntil(ctx context.Context, target uint64) bool {
 
 // query returns the latest offset committed here that is not yet applied, if any.
 func (ob *offsetBatcher) query(group, topic string, qid int32) (int64, bool) {
-	k := offsetKey{group, topic, qid}
 	ob.mu.Lock()
 	defer ob.mu.Unlock()
+	return ob.latestLocked(offsetKey{group, topic, qid})
+}
+
+// latestLocked is k's queued value, else its value in flight. Callers hold mu.
+func (ob *offsetBatcher) latestLocked(k offsetKey) (int64, bool) {
 	if off, ok := ob.pending[k]; ok {
 		return off, true
 	}
