@@ -43,6 +43,11 @@ type Broker struct {
 	HAListenPort int    `prop:"haListenPort"` // classic HA port; 0 = listenPort+1
 	HTTPPort     int    `prop:"httpPort"`     // ours: metrics/status HTTP port, 0 = off
 
+	// MaxProcs (ours): how many CPUs the broker's Go scheduler runs on at once (GOMAXPROCS).
+	// 0 = automatic (see Procs): a node of a group whose peers all live on this host gets its
+	// share of the CPUs, anything else all of them.
+	MaxProcs int `prop:"maxProcs"`
+
 	// Classic master/slave replication (package ha). A slave follows haMasterAddress, or the
 	// master's HA address from the name servers' REGISTER_BROKER answer when it is empty.
 	HAMasterAddress         string `prop:"haMasterAddress"`                                // host:port of the master's HA port; default: learned

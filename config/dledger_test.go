@@ -237,3 +237,35 @@ func TestDLegerBatchKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestProcs(t *testing.T) {
+	dl := func(peers string, maxProcs int) *Broker {
+		return &Broker{EnableDLegerCommitLog: true, DLegerPeers: peers, MaxProcs: maxProcs}
+	}
+	loop3 := "n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-localhost:40913"
+	for _, c := range []struct {
+		name   string
+		b      *Broker
+		cpus   int
+		env    bool
+		want   int
+		reason string
+	}{
+		{"group on one host shares its CPUs", dl(loop3, 0), 8, false, 2, "dLegerPeers share one host"},
+		{"at least one", dl(loop3, 0), 2, false, 1, "dLegerPeers share one host"},
+		{"same non-loopback host", dl("a-10.0.0.5:1;b-10.0.0.5:2", 0), 4, false, 2, "dLegerPeers share one host"},
+		{"same host name", dl("a-Broker-Host:1;b-broker-host:2;c-broker-host:3", 0), 6, false, 2, "dLegerPeers share one host"},
+		{"hosts differ", dl("a-10.0.0.5:1;b-10.0.0.6:1;c-10.0.0.7:1", 0), 8, false, 0, "default"},
+		{"one loopback, one not", dl("a-127.0.0.1:1;b-10.0.0.6:1", 0), 8, false, 0, "default"},
+		{"single-node group", dl("n0-127.0.0.1:40911", 0), 8, false, 0, "default"},
+		{"environment wins over automatic", dl(loop3, 0), 8, true, 0, "GOMAXPROCS"},
+		{"key wins over everything", dl(loop3, 3), 8, true, 3, "maxProcs"},
+		{"classic mode", &Broker{DLegerPeers: loop3}, 8, false, 0, "default"},
+		{"classic mode with key", &Broker{MaxProcs: 2}, 8, false, 2, "maxProcs"},
+	} {
+		n, why := c.b.Procs(c.cpus, c.env)
+		if n != c.want || why != c.reason {
+			t.Errorf("%s: Procs = %d, %q; want %d, %q", c.name, n, why, c.want, c.reason)
+		}
+	}
+}

@@ -139,6 +139,9 @@ func (b *Broker) Validate() error {
 		add("logFormat", "must be text or json, got %q", b.LogFormat)
 	}
 	errs = append(errs, b.validateRaftTuning()...)
+	if b.MaxProcs < 0 || b.MaxProcs > 4096 {
+		errs = append(errs, keyErr("maxProcs", "must be 0 (automatic) to 4096, got %d", b.MaxProcs))
+	}
 	if b.EnableDLegerCommitLog {
 		errs = append(errs, b.validateDLeger()...)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -40,6 +41,11 @@ func run() int {
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
 	}
+	_, envProcs := os.LookupEnv("GOMAXPROCS")
+	if n, why := cfg.Procs(runtime.GOMAXPROCS(0), envProcs); n > 0 {
+		runtime.GOMAXPROCS(n)
+		logger.Info("scheduler CPUs", "procs", n, "reason", why)
+	}
 	b, err := broker.New(cfg, logger)
 	if err != nil {
 		logger.Error("cannot start broker", "error", err)
@@ -51,8 +57,8 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The broker[%s, %s] boot success. namesrv=%s store=%s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr, cfg.StorePathRootDir)
-	fmt.Printf("cluster=%s role=%s brokerId=%d commitlog=%s httpPort=%d logFormat=%s\n",
-		cfg.BrokerClusterName, b.Role(), b.BrokerID(), cfg.StorePathCommitLog, cfg.HTTPPort, cfg.LogFormat)
+	fmt.Printf("cluster=%s role=%s brokerId=%d commitlog=%s httpPort=%d logFormat=%s procs=%d\n",
+		cfg.BrokerClusterName, b.Role(), b.BrokerID(), cfg.StorePathCommitLog, cfg.HTTPPort, cfg.LogFormat, runtime.GOMAXPROCS(0))
 	if cfg.EnableDLegerCommitLog {
 		// The role (and so the registered brokerId) follows Raft; see the "role changed" log lines.
 		fmt.Printf("DLedger mode: group=%s self=%s peers=%s\n", cfg.DLegerGroup, cfg.DLegerSelfID, cfg.DLegerPeers)

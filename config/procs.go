@@ -1,0 +1,65 @@
+package config
+
+import (
+	"net"
+	"strings"
+)
+
+// Procs says how many CPUs the broker should schedule goroutines on (runtime.GOMAXPROCS) and
+// why; n == 0 leaves the Go runtime's choice alone. cpus is that choice (the machine's or the
+// container's CPUs); envSet reports a GOMAXPROCS environment variable.
+//
+// An explicit maxProcs wins, then GOMAXPROCS. Otherwise a DLedger node whose dLegerPeers all
+// name one host shares that machine with the other nodes of its group (make run, tests, a
+// laptop), so it takes cpus / nodes, at least 1. Go's default would give each node every CPU:
+// three nodes and a client on two cores then run up to eight scheduler threads that spin and
+// wake each other across processes, which measured 15 % more CPU per message and a longer
+// tail than one each (README "Benchmarks"). A group spread over machines keeps all CPUs.
+func (b *Broker) Procs(cpus int, envSet bool) (n int, why string) {
+	switch {
+	case b.MaxProcs > 0:
+		return b.MaxProcs, "maxProcs"
+	case envSet:
+		return 0, "GOMAXPROCS"
+	case !b.EnableDLegerCommitLog:
+		return 0, "default"
+	}
+	peers, err := b.DLegerPeerList()
+	if err != nil || len(peers) < 2 || !oneHost(peers) {
+		return 0, "default"
+	}
+	return max(1, cpus/len(peers)), "dLegerPeers share one host"
+}
+
+// oneHost reports whether every peer address names the same host; all loopback names and
+// addresses count as one host.
+func oneHost(peers []Peer) bool {
+	first := ""
+	for i, p := range peers {
+		h := hostKey(p.Addr)
+		if i == 0 {
+			first = h
+		} else if h != first {
+			return false
+		}
+	}
+	return true
+}
+
+func hostKey(addr string) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	host = strings.ToLower(host)
+	if host == "localhost" {
+		return "loopback"
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if ip.IsLoopback() {
+			return "loopback"
+		}
+		return ip.String()
+	}
+	return host
+}
