@@ -16,8 +16,10 @@ package broker
 // and no leader has contacted it for removalGrace it: logs a warning saying it was removed,
 // drops to roleUnknown (registers nothing, refuses writes) and unregisters from the name servers.
 // Adding it back (addPeer with the same id) makes it a follower again. A node removed while it
-// was down never learns of it from Raft (it just starts elections nobody grants); raftStatus
-// shows the real membership, and the operator stops it.
+// was down never learns of it from Raft (it just starts elections nobody grants), nor does one
+// removed while the leader was still catching it up one RPC at a time (hashicorp/raft's
+// replicateTo takes the stop signal between RPCs and skips the best-effort final send);
+// raftStatus shows the real membership, and the operator stops it.
 //
 // Preferred leader (preferredLeaderId): the ready leader checks every preferredCheckInterval
 // whether the preferred node is a voter, reachable (its GET_RAFT_STATUS, found through the
