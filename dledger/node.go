@@ -103,6 +103,9 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, n.trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
 	}
+	if existing {
+		n.warnStoredPeers()
+	}
 	n.observerWG.Add(1)
 	go n.observe()
 	obsCh := make(chan raft.Observation, 16)

@@ -76,6 +76,10 @@ for _ in $(seq 300); do
 done
 if [ -z "$master" ]; then
 	echo "no master registered within 30 s; see $DATA/logs/" >&2
+	# The usual cause: $DATA holds a group bootstrapped with other peer addresses.
+	if grep -h "dLegerPeers differs" "$DATA"/logs/broker-a-n*.log 2>/dev/null | head -1 | grep . >&2; then
+		echo "$DATA holds a group bootstrapped with other addresses: remove it (rm -rf $DATA) to start afresh" >&2
+	fi
 	exit 1
 fi
 
