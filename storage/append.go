@@ -450,6 +450,7 @@ func (s *Store) publish() error {
 	end := st.end()
 	s.cl.writePos.Store(end)
 	st.reset(end)
+	s.kickFlushIfDue(end)
 	return nil
 }
 

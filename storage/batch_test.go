@@ -175,3 +175,42 @@ func TestAppendReplicatedBatchCreateFailureMidway(t *testing.T) {
 	}
 	checkInvariants(t, s)
 }
+
+// With FlushCommitLogBytes an ASYNC_FLUSH store flushes once that much is unflushed, long before
+// its (here hour-long) interval: a DLedger node's flushes stay small.
+func TestFlushCommitLogBytes(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		bytes int64
+		want  bool // flushed before the interval
+	}{{"bounded", 4 << 10, true}, {"interval only", 0, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig(vfs.NewMemFS())
+			cfg.FlushDiskType = AsyncFlush
+			cfg.FlushIntervalCommitLog = time.Hour
+			cfg.FlushCommitLogBytes = c.bytes
+			s := openT(t, cfg)
+			defer s.Close()
+			body := strings.Repeat("x", 1000)
+			for i := 0; i < 6; i++ { // ~6 KiB, more than the bound
+				appendT(t, s, rec(t, "T", 0, body, "", ""))
+			}
+			end := s.CommitLogMaxOffset()
+			wait := 5 * time.Second
+			if !c.want {
+				wait = 200 * time.Millisecond // long enough for a kick to have been acted on
+			}
+			deadline := time.Now().Add(wait)
+			for s.CommitLogFlushedOffset() < 4<<10 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			got := s.CommitLogFlushedOffset()
+			if c.want && got < 4<<10 {
+				t.Fatalf("flushed %d of %d within %v, want at least 4096", got, end, wait)
+			}
+			if !c.want && got != 0 {
+				t.Fatalf("flushed %d of %d with no byte bound, want 0 before the interval", got, end)
+			}
+		})
+	}
+}

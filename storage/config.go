@@ -42,6 +42,11 @@ type Config struct {
 	FlushDiskType FlushDiskType `key:"flushDiskType"`
 	// FlushIntervalCommitLog is the ASYNC_FLUSH period (500 ms).
 	FlushIntervalCommitLog time.Duration `key:"flushIntervalCommitLog"`
+	// FlushCommitLogBytes (ours, not a key): with ASYNC_FLUSH, also flush as soon as this many
+	// bytes are unflushed (0: only every FlushIntervalCommitLog). It bounds each flush's burst
+	// of writes: one msync of everything written in 500 ms holds the disk long enough to stall
+	// other fsyncs behind it, such as a DLedger node's Raft log (package fsm sets it).
+	FlushCommitLogBytes int64
 	// FlushIntervalConsumeQueue is how often consume queues, index and checkpoint are synced
 	// (1 s); it bounds how much recovery re-dispatches.
 	FlushIntervalConsumeQueue time.Duration `key:"flushIntervalConsumeQueue"`

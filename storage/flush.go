@@ -36,6 +36,16 @@ func (s *Store) flushLoop() {
 	}
 }
 
+// kickFlushIfDue asks the flusher for a round now if FlushCommitLogBytes are unflushed below end.
+func (s *Store) kickFlushIfDue(end int64) {
+	if n := s.cfg.FlushCommitLogBytes; n > 0 && end-s.cl.flushed.Load() >= n {
+		select {
+		case s.flushKick <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // gather delays a sync briefly while several appenders are waiting and bytes keep arriving,
 // so one sync covers the appenders just released by the previous round instead of leaving them
 // to the round after (which halves the batch: two groups alternate). It waits while the
