@@ -109,6 +109,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		TrailingLogs:       uint64(cfg.DLegerTrailingLogs),
 		WALSegmentSize:     cfg.DLegerWalSegmentSize(),
 		LogCacheBytes:      cfg.DLegerLogCacheBytes(),
+		SerialLeaderWrite:  cfg.DLegerSerialLeaderWrite,
 		Join:               cfg.DLegerJoin,
 	}, f)
 	if err != nil {

@@ -136,6 +136,9 @@ type Broker struct {
 	DLegerTrailingLogs     int64 `prop:"dLegerTrailingLogs"`     // entries kept in the log after a snapshot; a node further behind gets the snapshot
 	DLegerWalSegmentSizeMB int64 `prop:"dLegerWalSegmentSizeMB"` // raft-wal segment size, MiB (the log is truncated in whole segments)
 	DLegerLogCacheMB       int64 `prop:"dLegerLogCacheMB"`       // newest Raft entries kept in memory, MiB (the newest 8 whatever their size)
+	// DLegerSerialLeaderWrite: the leader fsyncs its copy of new entries before replicating them
+	// (hashicorp/raft's own order) instead of in parallel with the followers; default false.
+	DLegerSerialLeaderWrite bool `prop:"dLegerSerialLeaderWrite"`
 	// Group commit on the leader (dledger.Batcher): concurrent sends coalesce into one Raft
 	// entry of at most dLegerBatchMaxBytes / dLegerBatchMaxItems; up to dLegerBatchMaxInFlight
 	// entries are in Raft at once; with dLegerBatchLingerMs > 0 a new entry waits up to that

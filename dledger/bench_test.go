@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,12 +29,16 @@ func BenchmarkLogStore(b *testing.B) {
 		cache int
 	}{
 		{"wal+cache", LogStoreWAL, DefaultLogCacheSize},
+		{"wal+cache+serial", LogStoreWAL + "+serial", DefaultLogCacheSize},
 		{"bolt+cache", LogStoreBolt, DefaultLogCacheSize},
 		{"wal", LogStoreWAL, -1},
 		{"bolt", LogStoreBolt, -1},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			benchGroupCommit(b, func(cfg *Config) { cfg.LogStore, cfg.LogCacheSize = v.store, v.cache }, BatchOptions{}, 256, 1024)
+			store, serial := strings.CutSuffix(v.store, "+serial")
+			benchGroupCommit(b, func(cfg *Config) {
+				cfg.LogStore, cfg.LogCacheSize, cfg.SerialLeaderWrite = store, v.cache, serial
+			}, BatchOptions{}, 256, 1024)
 		})
 	}
 }

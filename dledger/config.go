@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	walTypes "github.com/hashicorp/raft-wal/types"
 )
 
 // Log store names accepted in Config.LogStore.
@@ -74,6 +75,12 @@ type Config struct {
 	// WALSegmentSize is raft-wal's segment file size (default 64 MiB). Log compaction frees whole
 	// segments only, and a follower is sent a snapshot only for entries that are gone.
 	WALSegmentSize int `json:"dLegerWalSegmentSize"`
+	// SerialLeaderWrite makes the leader fsync its copy of new entries before replicating them,
+	// as hashicorp/raft does on its own, instead of in parallel with the followers' writes
+	// (leaderwrite.go). Only raft-wal writes in parallel; the bolt log store is always serial.
+	SerialLeaderWrite bool `json:"dLegerSerialLeaderWrite"`
+
+	walVFS walTypes.VFS // tests: raft-wal's file system under the deferred fsyncs (nil: the real one)
 
 	Logger hclog.Logger `json:"-"`
 

@@ -11,7 +11,10 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	walTypes "github.com/hashicorp/raft-wal/types"
 )
 
 // Names inside Config.DataDir.
@@ -30,8 +33,9 @@ func openStable(dir string) (*raftboltdb.BoltStore, error) {
 // openLogStore opens the chosen log store and refuses a DataDir that holds the other kind, which
 // would otherwise look like an empty log next to a non-empty stable store. The closer closes the
 // underlying store; the raft.LogStore is wrapped in a logCache of cacheSize entries and cacheBytes
-// bytes unless cacheSize < 0.
-func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
+// bytes unless cacheSize < 0. With a tracker (raft-wal only) the leader's writes are fsynced in
+// the background (leaderwrite.go); the closer then finishes those fsyncs first.
+func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, t *syncTracker, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
 	other := map[string]string{LogStoreWAL: boltLogFile, LogStoreBolt: walDir}[kind]
 	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 		return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
@@ -49,12 +53,28 @@ func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, logg
 		// raft-wal (v0.4.0 and v0.4.1)'s Close leaves its meta database open (and flock'ed), so a reopen in
 		// the same process would block: we own the meta store and close it ourselves.
 		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(p, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(meta), wal.WithSegmentSize(segmentSize))
+		var (
+			metaStore walTypes.MetaStore = meta
+			vfs       walTypes.VFS       = walfs.New()
+		)
+		if t != nil {
+			metaStore, vfs = syncMeta{MetaStore: meta, t: t}, syncVFS{VFS: t.base, t: t}
+		}
+		w, err := wal.Open(p, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(metaStore),
+			wal.WithSegmentSize(segmentSize), wal.WithSegmentFiler(segment.NewFiler(p, vfs)))
 		if err != nil {
 			meta.Close()
 			return nil, nil, fmt.Errorf("dledger: open raft-wal %s: %w", p, err)
 		}
 		store, c = w, closers{w, meta}
+		if t != nil {
+			ll, err := newLeaderLog(w, t)
+			if err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			store, c = ll, closers{closerFunc(t.close), w, meta}
+		}
 	case LogStoreBolt:
 		b, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, boltLogFile)})
 		if err != nil {
@@ -74,6 +94,11 @@ func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, logg
 	}
 	return cached, c, nil
 }
+
+// closerFunc adapts a function to io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
 
 // closers closes each in order and joins the errors.
 type closers []io.Closer

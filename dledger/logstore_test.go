@@ -16,7 +16,7 @@ func TestLogStoreReopensAfterTailTruncation(t *testing.T) {
 	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
-			store, c, err := openLogStore(dir, kind, -1, 0, 1<<20, testLogger(kind))
+			store, c, err := openLogStore(dir, kind, -1, 0, 1<<20, nil, testLogger(kind))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -33,7 +33,7 @@ func TestLogStoreReopensAfterTailTruncation(t *testing.T) {
 			if err := c.Close(); err != nil {
 				t.Fatal(err)
 			}
-			store, c, err = openLogStore(dir, kind, -1, 0, 1<<20, testLogger(kind))
+			store, c, err = openLogStore(dir, kind, -1, 0, 1<<20, nil, testLogger(kind))
 			if err != nil {
 				t.Fatalf("reopen after tail truncation: %v", err)
 			}

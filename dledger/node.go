@@ -72,8 +72,17 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		return nil, fmt.Errorf("dledger: open stable store: %w", err)
 	}
 	closers = append(closers, n.stab)
-	var logs raft.LogStore
-	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, cfg.Logger); err != nil {
+	var (
+		logs    raft.LogStore
+		tracker *syncTracker // raft-wal: writes deferred once it follows Raft (leaderwrite.go)
+	)
+	if cfg.LogStore == LogStoreWAL {
+		tracker = newSyncTracker(cfg.walVFS)
+	}
+	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, tracker, cfg.Logger); err != nil {
+		if tracker != nil {
+			tracker.close()
+		}
 		return nil, err
 	}
 	closers = append(closers, n.logs)
@@ -100,8 +109,16 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
-	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, n.trans); err != nil {
+	var trans raft.Transport = n.trans
+	parallel := tracker != nil && !cfg.SerialLeaderWrite
+	if parallel {
+		fsm, trans = durableFSM{FSM: fsm, t: tracker}, clampTransport{NetworkTransport: n.trans, t: tracker}
+	}
+	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
+	}
+	if parallel {
+		tracker.follow(n.raft)
 	}
 	if existing {
 		n.warnStoredPeers()

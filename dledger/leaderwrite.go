@@ -1,0 +1,361 @@
+package dledger
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/types"
+)
+
+// The leader writes its own copy of new entries in parallel with replicating them (Raft thesis,
+// §10.2.1), instead of fsyncing first and replicating after, as hashicorp/raft does: its
+// dispatchLogs stores the batch, fsync included, on the leader loop and only then wakes the
+// replicators, so an entry's commit waits for two fsyncs in sequence (the leader's, then the
+// followers'), and the leader loop that takes the followers' acknowledgements spends about half
+// its time in the leader's fsync (go-metrics, 2026-11-30: 1.7-1.9 ms of a 5.6-7.1 ms commit).
+//
+// hashicorp/raft counts the leader's own copy towards the quorum as soon as StoreLogs returns.
+// Raft stays safe if the leader's copy is not yet durable at that point, as long as nothing
+// depends on the commit until it is: an entry is durable on a majority once the leader's copy and
+// the followers' copies that made the quorum are. So, on the leader only:
+//
+//   - leaderLog.StoreLogs writes the batch (readable at once) and returns; a background goroutine
+//     fsyncs it and advances the durable index (raft-wal's Sync is deferred through syncVFS);
+//   - durableFSM applies an entry only once the local durable index covers it, and a send is
+//     acknowledged only once applied, so no acknowledgement precedes a majority's fsync;
+//   - clampTransport never tells a follower a commit index beyond the leader's durable index, so
+//     no follower applies an entry that a crash of the leader's machine could still take back.
+//
+// A follower's StoreLogs stays synchronous (its acknowledgement is its vote for durability), and
+// so does every other log operation, each after the outstanding background fsync: the order of
+// writes on disk is the order Raft made them.
+
+// syncTracker is the leader's background fsync: the files raft-wal asked to sync while a write
+// was deferred, the highest index written and the highest known durable.
+type syncTracker struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	deferred bool                        // a leader's StoreLogs is running: Sync only records
+	dirty    map[types.WritableFile]bool // files written since their last fsync
+	written  uint64                      // highest index written (durable or not)
+	durable  atomic.Uint64               // every index <= durable is fsynced
+	syncing  bool                        // a background fsync round is running
+	err      error                       // the first failed fsync: the log is no longer trustworthy
+	closed   bool
+	kick     chan struct{}
+	done     chan struct{}
+	leading  atomic.Pointer[func() bool] // set once Raft runs; nil: every write synchronous
+	base     types.VFS                   // the real file system under syncVFS
+}
+
+// newSyncTracker starts the background fsync goroutine for raft-wal files on base (the real file
+// system when nil).
+func newSyncTracker(base types.VFS) *syncTracker {
+	if base == nil {
+		base = walfs.New()
+	}
+	t := &syncTracker{dirty: map[types.WritableFile]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{}), base: base}
+	t.cond = sync.NewCond(&t.mu)
+	go t.run()
+	return t
+}
+
+// run fsyncs the dirty files whenever kicked, then publishes the index written before the round.
+func (t *syncTracker) run() {
+	defer close(t.done)
+	for range t.kick {
+		t.mu.Lock()
+		if t.err != nil || (len(t.dirty) == 0 && t.durable.Load() >= t.written) {
+			t.mu.Unlock()
+			continue
+		}
+		files, target := t.dirty, t.written
+		t.dirty = map[types.WritableFile]bool{}
+		t.syncing = true
+		t.mu.Unlock()
+
+		var err error
+		for f := range files {
+			if e := f.Sync(); e != nil && err == nil {
+				err = fmt.Errorf("dledger: background fsync of the leader's raft log: %w", e)
+			}
+		}
+
+		t.mu.Lock()
+		t.syncing = false
+		if err != nil && t.err == nil {
+			t.err = err
+		} else if err == nil && target > t.durable.Load() {
+			t.durable.Store(target)
+		}
+		again := len(t.dirty) > 0 || t.written > t.durable.Load()
+		t.cond.Broadcast()
+		t.mu.Unlock()
+		if again && err == nil {
+			t.poke()
+		}
+	}
+}
+
+func (t *syncTracker) poke() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deferSync reports whether a Sync on f should be left to the background goroutine, recording f
+// as dirty if so.
+func (t *syncTracker) deferSync(f types.WritableFile) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.deferred {
+		return false
+	}
+	t.dirty[f] = true
+	return true
+}
+
+// drain waits until everything written is durable (or an fsync failed).
+func (t *syncTracker) drain() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.err == nil && (t.syncing || len(t.dirty) > 0 || t.durable.Load() < t.written) {
+		t.poke()
+		t.cond.Wait()
+	}
+	return t.err
+}
+
+// awaitDurable waits until index idx is durable (or an fsync failed).
+func (t *syncTracker) awaitDurable(idx uint64) error {
+	if t.durable.Load() >= idx {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.err == nil && t.durable.Load() < idx {
+		if t.written < idx {
+			// Never written here (cannot happen: Raft applies what its log holds); do not wait
+			// for ever.
+			return fmt.Errorf("dledger: entry %d is to be applied but the log holds only %d", idx, t.written)
+		}
+		t.poke()
+		t.cond.Wait()
+	}
+	return t.err
+}
+
+// setDurable records that every index up to idx is on disk (a synchronous write), or, after a
+// suffix was deleted, that nothing beyond idx exists.
+func (t *syncTracker) setDurable(idx uint64) {
+	t.mu.Lock()
+	t.written = idx
+	t.durable.Store(idx)
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// close syncs what is outstanding and stops the goroutine.
+func (t *syncTracker) close() error {
+	err := t.drain()
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		close(t.kick)
+	}
+	t.mu.Unlock()
+	<-t.done
+	return err
+}
+
+// syncVFS is raft-wal's file system with Sync left to the tracker while a leader's write runs.
+type syncVFS struct {
+	types.VFS
+	t *syncTracker
+}
+
+func (v syncVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	f, err := v.VFS.Create(dir, name, size)
+	if err != nil {
+		return nil, err
+	}
+	return &syncFile{WritableFile: f, t: v.t}, nil
+}
+
+func (v syncVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	f, err := v.VFS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return &syncFile{WritableFile: f, t: v.t}, nil
+}
+
+// syncFile defers its Sync to the tracker while a leader's write runs.
+type syncFile struct {
+	types.WritableFile
+	t *syncTracker
+}
+
+func (f *syncFile) Sync() error {
+	if f.t.deferSync(f.WritableFile) {
+		return nil
+	}
+	return f.WritableFile.Sync()
+}
+
+// syncMeta is raft-wal's meta store, committed only once the log files it describes are durable
+// (a segment sealed by a deferred write must be on disk before the meta data says it is sealed).
+type syncMeta struct {
+	types.MetaStore
+	t *syncTracker
+}
+
+func (m syncMeta) CommitState(s types.PersistentState) error {
+	if err := m.t.drain(); err != nil {
+		return err
+	}
+	return m.MetaStore.CommitState(s)
+}
+
+// leaderLog is the log store wrapper that defers the leader's fsync (see the top of this file).
+type leaderLog struct {
+	raft.LogStore
+	t *syncTracker
+}
+
+func newLeaderLog(store raft.LogStore, t *syncTracker) (*leaderLog, error) {
+	last, err := store.LastIndex()
+	if err != nil {
+		return nil, fmt.Errorf("dledger: raft log last index: %w", err)
+	}
+	t.setDurable(last)
+	return &leaderLog{LogStore: store, t: t}, nil
+}
+
+// IsMonotonic passes on the store's answer (see logCache.IsMonotonic).
+func (l *leaderLog) IsMonotonic() bool {
+	m, ok := l.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}
+
+// follow makes writes deferred while r is the leader. StoreLogs runs on Raft's own goroutine,
+// which is also the one that changes the state, so the answer holds for the whole call.
+func (t *syncTracker) follow(r *raft.Raft) {
+	f := func() bool { return r.State() == raft.Leader }
+	t.leading.Store(&f)
+}
+
+// leading reports whether this write is the leader's.
+func (l *leaderLog) leading() bool {
+	f := l.t.leading.Load()
+	return f != nil && (*f)()
+}
+
+// StoreLog stores one entry.
+func (l *leaderLog) StoreLog(log *raft.Log) error { return l.StoreLogs([]*raft.Log{log}) }
+
+// StoreLogs writes the entries; on the leader it leaves the fsync to the background goroutine.
+func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	last := logs[len(logs)-1].Index
+	if !l.leading() {
+		if err := l.t.drain(); err != nil {
+			return err
+		}
+		if err := l.LogStore.StoreLogs(logs); err != nil {
+			return err
+		}
+		l.t.setDurable(last)
+		return nil
+	}
+	t := l.t
+	t.mu.Lock()
+	if t.err != nil {
+		t.mu.Unlock()
+		return t.err
+	}
+	t.deferred = true
+	t.mu.Unlock()
+	err := l.LogStore.StoreLogs(logs)
+	t.mu.Lock()
+	t.deferred = false
+	if err == nil {
+		t.written = last
+	}
+	t.mu.Unlock()
+	t.poke()
+	return err
+}
+
+// DeleteRange runs after the outstanding fsync; after a suffix is deleted nothing beyond it is
+// written.
+func (l *leaderLog) DeleteRange(min, max uint64) error {
+	if err := l.t.drain(); err != nil {
+		return err
+	}
+	if err := l.LogStore.DeleteRange(min, max); err != nil {
+		return err
+	}
+	last, err := l.LogStore.LastIndex()
+	if err != nil {
+		return fmt.Errorf("dledger: raft log last index: %w", err)
+	}
+	l.t.setDurable(last)
+	return nil
+}
+
+// durableFSM applies an entry only once this node's copy of it is durable.
+type durableFSM struct {
+	raft.FSM
+	t *syncTracker
+}
+
+func (f durableFSM) Apply(l *raft.Log) interface{} {
+	if err := f.t.awaitDurable(l.Index); err != nil {
+		// Applying would let this replica (and the client's acknowledgement) run ahead of a log
+		// that may not be on disk: stop, as the state machine does on a failed store.
+		panic(fmt.Sprintf("dledger: raft entry %d (term %d) is committed but this node's copy is not durable: %v", l.Index, l.Term, err))
+	}
+	return f.FSM.Apply(l)
+}
+
+// clampTransport tells followers a commit index no higher than what the leader has fsynced.
+type clampTransport struct {
+	*raft.NetworkTransport
+	t *syncTracker
+}
+
+func (c clampTransport) clamp(req *raft.AppendEntriesRequest) {
+	if d := c.t.durable.Load(); req.LeaderCommitIndex > d {
+		req.LeaderCommitIndex = d
+	}
+}
+
+func (c clampTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	c.clamp(req)
+	return c.NetworkTransport.AppendEntries(id, target, req, resp)
+}
+
+func (c clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return clampPipeline{AppendPipeline: p, c: c}, nil
+}
+
+type clampPipeline struct {
+	raft.AppendPipeline
+	c clampTransport
+}
+
+func (p clampPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.c.clamp(req)
+	return p.AppendPipeline.AppendEntries(req, resp)
+}
