@@ -293,20 +293,26 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 	return err
 }
 
-// DeleteRange runs after the outstanding fsync; after a suffix is deleted nothing beyond it is
-// written.
+// DeleteRange deletes entries. Raft deletes a prefix after a snapshot (from its snapshot
+// goroutine, possibly while the leader writes: raft-wal's meta commit waits for the outstanding
+// fsync) and a suffix on a follower whose log conflicts with the leader's or that installs a
+// snapshot: that runs after the outstanding fsync, and nothing beyond the cut is written after it.
 func (l *leaderLog) DeleteRange(min, max uint64) error {
-	if err := l.t.drain(); err != nil {
-		return err
+	t := l.t
+	t.mu.Lock()
+	suffix := max >= t.written
+	t.mu.Unlock()
+	if suffix {
+		if err := t.drain(); err != nil {
+			return err
+		}
 	}
 	if err := l.LogStore.DeleteRange(min, max); err != nil {
 		return err
 	}
-	last, err := l.LogStore.LastIndex()
-	if err != nil {
-		return fmt.Errorf("dledger: raft log last index: %w", err)
+	if suffix && min > 0 {
+		t.setDurable(min - 1)
 	}
-	l.t.setDurable(last)
 	return nil
 }
 
