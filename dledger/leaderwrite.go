@@ -26,8 +26,9 @@ import (
 //     fsyncs it and advances the durable index (raft-wal's Sync is deferred through syncVFS);
 //   - durableFSM applies an entry only once the local durable index covers it, and a send is
 //     acknowledged only once applied, so no acknowledgement precedes a majority's fsync;
-//   - clampTransport never tells a follower a commit index beyond the leader's durable index, so
-//     no follower applies an entry that a crash of the leader's machine could still take back.
+//   - raftTransport (transport.go) never tells a follower a commit index beyond the leader's
+//     durable index, so no follower applies an entry that a crash of the leader's machine could
+//     still take back.
 //
 // A follower's StoreLogs stays synchronous (its acknowledgement is its vote for durability), and
 // so does every other log operation, each after the outstanding background fsync: the order of
@@ -329,39 +330,4 @@ func (f durableFSM) Apply(l *raft.Log) interface{} {
 		panic(fmt.Sprintf("dledger: raft entry %d (term %d) is committed but this node's copy is not durable: %v", l.Index, l.Term, err))
 	}
 	return f.FSM.Apply(l)
-}
-
-// clampTransport tells followers a commit index no higher than what the leader has fsynced.
-type clampTransport struct {
-	*raft.NetworkTransport
-	t *syncTracker
-}
-
-func (c clampTransport) clamp(req *raft.AppendEntriesRequest) {
-	if d := c.t.durable.Load(); req.LeaderCommitIndex > d {
-		req.LeaderCommitIndex = d
-	}
-}
-
-func (c clampTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	c.clamp(req)
-	return c.NetworkTransport.AppendEntries(id, target, req, resp)
-}
-
-func (c clampTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return clampPipeline{AppendPipeline: p, c: c}, nil
-}
-
-type clampPipeline struct {
-	raft.AppendPipeline
-	c clampTransport
-}
-
-func (p clampPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	p.c.clamp(req)
-	return p.AppendPipeline.AppendEntries(req, resp)
 }

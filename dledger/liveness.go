@@ -29,7 +29,9 @@ import (
 // not depend on who campaigns or when: a voter still grants only a candidate whose log is at least
 // as up to date as its own. To avoid split votes the survivors take turns in configuration order,
 // fastCampaignStagger (400 ms) apart, each only if no new leader has appeared meanwhile; the first one
-// wins unless its log is behind, and then the next one, whose log is longer, wins instead.
+// wins unless its log is behind, and then the next one, whose log is longer, wins instead. The
+// second one knows that as soon as the first one's vote request arrives (noteVoteRequest compares
+// the request's last log entry with its own) and campaigns then instead of after the stagger.
 
 const (
 	// probeDialTimeout bounds the probe connection and the confirming dial.
@@ -59,8 +61,9 @@ func (n *Node) watchLeader() {
 			n.sleep(50 * time.Millisecond)
 			continue
 		}
+		term := n.raft.CurrentTerm() // the leader's term while we follow it
 		if n.probe(string(id), string(addr)) {
-			n.campaignAfterLeaderDeath(string(id))
+			n.campaignAfterLeaderDeath(string(id), term)
 		}
 	}
 }
@@ -141,8 +144,11 @@ func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // campaignAfterLeaderDeath makes this node campaign now if it is the first surviving voter in
 // configuration order, or after fastCampaignStagger per voter before it if no new leader has
-// appeared by then. Non-voters never campaign.
-func (n *Node) campaignAfterLeaderDeath(dead string) {
+// appeared by then. The second survivor does not wait out the stagger when the first one's vote
+// request shows a log behind its own (this node refuses that vote, so the first cannot win):
+// with entries in flight at the kill, the two followers' logs often differ by an entry or two.
+// Non-voters never campaign. leaderTerm is the dead leader's term.
+func (n *Node) campaignAfterLeaderDeath(dead string, leaderTerm uint64) {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
@@ -158,13 +164,13 @@ func (n *Node) campaignAfterLeaderDeath(dead string) {
 		return
 	}
 	start := time.Now()
+	early := false
 	if rank > 0 {
-		term := n.raft.CurrentTerm()
-		n.sleep(time.Duration(rank) * fastCampaignStagger)
+		early = n.awaitTurn(time.Duration(rank)*fastCampaignStagger, rank == 1, leaderTerm)
 		if _, cur := n.raft.LeaderWithID(); cur != "" && string(cur) != dead {
 			return // someone else won
 		}
-		if n.raft.State() != raft.Follower || n.votedForOtherSince(term) {
+		if n.raft.State() != raft.Follower || n.votedForOtherSince(leaderTerm) {
 			return // an earlier survivor is campaigning with our vote: it wins unless it dies too
 		}
 	}
@@ -179,7 +185,55 @@ func (n *Node) campaignAfterLeaderDeath(dead string) {
 		return
 	}
 	n.cfg.Logger.Info("fast failover: the leader's process is gone (connection closed, dial refused); campaigning now",
-		"deadLeader", dead, "rank", rank, "waited", time.Since(start).Round(time.Millisecond))
+		"deadLeader", dead, "rank", rank, "waited", time.Since(start).Round(time.Millisecond), "earlierCandidateBehind", early)
 	// Leave the campaign time to finish before probing again.
 	n.sleep(n.cfg.ElectionTimeout)
+}
+
+// awaitTurn waits up to d for this node's turn to campaign; with stopEarly it returns as soon as
+// a candidate after leaderTerm asked for this node's vote with a log behind its own (reported
+// true).
+func (n *Node) awaitTurn(d time.Duration, stopEarly bool, leaderTerm uint64) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if stopEarly && n.behindCandidateTerm.Load() > leaderTerm {
+			return true
+		}
+		select {
+		case <-n.stop:
+			return false
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// noteVoteRequest runs on Raft's goroutine as each vote request arrives (an observer filter that
+// keeps nothing): it records the request's term when the candidate's log is behind this node's,
+// which is when this node refuses the vote.
+func (n *Node) noteVoteRequest(o *raft.Observation) bool {
+	req, ok := o.Data.(raft.RequestVoteRequest)
+	if !ok {
+		return false
+	}
+	idx := n.raft.LastIndex()
+	var last raft.Log
+	if err := n.logStore.GetLog(idx, &last); err != nil {
+		return false // only a snapshot here: no judgement
+	}
+	if logBehind(req.LastLogTerm, req.LastLogIndex, last.Term, last.Index) {
+		for {
+			cur := n.behindCandidateTerm.Load()
+			if req.Term <= cur || n.behindCandidateTerm.CompareAndSwap(cur, req.Term) {
+				break
+			}
+		}
+	}
+	return false
+}
+
+// logBehind reports whether a log ending at (term, index) is less up to date than one ending at
+// (ourTerm, ourIndex), Raft's rule for refusing a vote.
+func logBehind(term, index, ourTerm, ourIndex uint64) bool {
+	return term < ourTerm || (term == ourTerm && index < ourIndex)
 }

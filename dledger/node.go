@@ -31,6 +31,11 @@ type Node struct {
 	observerWG  sync.WaitGroup
 	lstats      leaderStats    // leaderstats.go
 	leaderObs   *raft.Observer // feeds watchLeaderChanges
+	voteObs     *raft.Observer // noteVoteRequest (fast failover)
+	logStore    raft.LogStore  // what Raft reads and writes
+	// behindCandidateTerm is the highest term in which a candidate asked for this node's vote
+	// with a log behind this node's (liveness.go).
+	behindCandidateTerm atomic.Uint64
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -109,10 +114,10 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
-	var trans raft.Transport = n.trans
+	trans := raftTransport{NetworkTransport: n.trans}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
-		fsm, trans = durableFSM{FSM: fsm, t: tracker}, clampTransport{NetworkTransport: n.trans, t: tracker}
+		fsm, trans.t = durableFSM{FSM: fsm, t: tracker}, tracker
 	}
 	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
@@ -134,6 +139,9 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	n.observerWG.Add(1)
 	go n.watchLeaderChanges(obsCh)
 	if !cfg.NoFastFailover {
+		n.logStore = logs
+		n.voteObs = raft.NewObserver(make(chan raft.Observation, 1), false, n.noteVoteRequest)
+		n.raft.RegisterObserver(n.voteObs)
 		n.observerWG.Add(1)
 		go n.watchLeader()
 	}
@@ -221,6 +229,9 @@ func (n *Node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		err := n.raft.Shutdown().Error()
 		n.raft.DeregisterObserver(n.leaderObs)
+		if n.voteObs != nil {
+			n.raft.DeregisterObserver(n.voteObs)
+		}
 		close(n.stop)
 		n.observerWG.Wait()
 		n.leaderReady.Store(false)

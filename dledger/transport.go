@@ -1,8 +1,11 @@
 package dledger
 
 import (
+	"errors"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -102,4 +105,81 @@ func newTransport(addr string, ln net.Listener, logger hclog.Logger) (*raft.Netw
 		Timeout: transportTimeout,
 		Logger:  logger.Named("transport"),
 	}), nil
+}
+
+// raftTransport is what Raft is given: the NetworkTransport, with two additions.
+//
+// A vote request that meets a dead pooled connection is sent again. The transport pools idle
+// connections per peer and never checks them, so the first request after a peer restarted goes
+// down a connection the old process left behind and fails with EOF; Raft sends one vote request
+// per peer per election, so one such failure made a fast failover wait for an election timeout
+// (one of 20 kills in a chaos run, 994 ms). A vote request is safe to repeat: a voter that
+// granted it grants it again.
+//
+// With the leader's write in parallel (t set, leaderwrite.go) an AppendEntries never carries a
+// commit index beyond the leader's durable index.
+type raftTransport struct {
+	*raft.NetworkTransport
+	t *syncTracker // nil: no clamp
+}
+
+// deadConn reports whether err is a pooled connection the peer had closed: worth one more try,
+// unlike a refused dial (the peer is down) or a timeout.
+func deadConn(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// retry runs rpc again while it fails on a dead connection, at most once per pooled connection
+// plus a fresh dial.
+func retry(rpc func() error) error {
+	err := rpc()
+	for i := 0; i < transportMaxPool && err != nil && deadConn(err); i++ {
+		err = rpc()
+	}
+	return err
+}
+
+func (c raftTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, req *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	return retry(func() error { return c.NetworkTransport.RequestVote(id, target, req, resp) })
+}
+
+func (c raftTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, req *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return retry(func() error { return c.NetworkTransport.RequestPreVote(id, target, req, resp) })
+}
+
+func (c raftTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, req *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
+	return retry(func() error { return c.NetworkTransport.TimeoutNow(id, target, req, resp) })
+}
+
+func (c raftTransport) clamp(req *raft.AppendEntriesRequest) {
+	if c.t == nil {
+		return
+	}
+	if d := c.t.durable.Load(); req.LeaderCommitIndex > d {
+		req.LeaderCommitIndex = d
+	}
+}
+
+func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	c.clamp(req)
+	return c.NetworkTransport.AppendEntries(id, target, req, resp)
+}
+
+func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
+	if err != nil || c.t == nil {
+		return p, err
+	}
+	return clampPipeline{AppendPipeline: p, c: c}, nil
+}
+
+type clampPipeline struct {
+	raft.AppendPipeline
+	c raftTransport
+}
+
+func (p clampPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.c.clamp(req)
+	return p.AppendPipeline.AppendEntries(req, resp)
 }
