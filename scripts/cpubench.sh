@@ -15,7 +15,8 @@
 #   PERF=secs        perf record -g of the brokers (kernel time included, which pprof under-counts
 #                    on this VM); PERF_EVENT=sched:sched_switch records context switches instead
 #   OUT (result dir, default a temp dir), BASE_PORT (23000), BIN (binaries, ./bin)
-#   BROKER_FLAGS (extra broker flags), BROKER_ENV (environment for the brokers, e.g. GOGC=200)
+#   BROKER_FLAGS (extra broker flags), BROKER_ENV (environment for the brokers, e.g. GOGC=200),
+#   BROKER_ENV_N0..N2 (environment for one node only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GROUP="${1:-R3}"
@@ -53,8 +54,9 @@ peers=""
 for i in $(seq 0 $((nodes - 1))); do peers+="n$i-127.0.0.1:$((BP + 911 + i));"; done
 bpids=()
 for i in $(seq 0 $((nodes - 1))); do
+	nodeenv="BROKER_ENV_N$i" # e.g. BROKER_ENV_N0=GOMAXPROCS=2 (with --preferredLeaderId=n0: the leader)
 	# shellcheck disable=SC2086
-	env ${BROKER_ENV:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) \
+	env ${BROKER_ENV:-} ${!nodeenv:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) \
 		--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
 		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} >"$OUT/broker-n$i.log" 2>&1 &
 	pids+=($!)
