@@ -1,6 +1,7 @@
 package dledger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -168,21 +169,9 @@ func TestLeaderWritesInParallel(t *testing.T) {
 // TestLeaderWriteFsyncFailure: a background fsync that fails makes the log refuse further writes
 // (the leader steps down and stays out) and the entry is never applied or acknowledged here.
 func TestLeaderWriteFsyncFailure(t *testing.T) {
-	dir := t.TempDir()
-	gate := newGateVFS()
-	tr := newSyncTracker(gate)
-	store, closer, err := openLogStore(dir, LogStoreWAL, -1, 0, 1<<20, tr, testLogger("wal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	leading := true
-	f := func() bool { return leading }
-	tr.leading.Store(&f)
-
-	entry := func(i uint64) []*raft.Log {
-		return []*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprint(i))}}
-	}
+	store, tr, gate, leading := openGatedWAL(t)
+	leading.Store(true)
+	entry := func(i uint64) []*raft.Log { return entries(i, i, 16) }
 	if err := store.StoreLogs(entry(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +185,7 @@ func TestLeaderWriteFsyncFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got raft.Log
-	if err := store.GetLog(2, &got); err != nil || string(got.Data) != "2" {
+	if err := store.GetLog(2, &got); err != nil || !bytes.Equal(got.Data, entry(2)[0].Data) {
 		t.Fatalf("entry 2 not readable before its fsync: %v %q", err, got.Data)
 	}
 	if d := tr.durable.Load(); d != 1 {
@@ -210,7 +199,7 @@ func TestLeaderWriteFsyncFailure(t *testing.T) {
 	if err := store.StoreLogs(entry(3)); err == nil {
 		t.Fatal("a write after a failed background fsync succeeded")
 	}
-	leading = false
+	leading.Store(false)
 	if err := store.StoreLogs(entry(3)); err == nil {
 		t.Fatal("a follower's write after a failed background fsync succeeded")
 	}
@@ -228,27 +217,10 @@ func TestLeaderWriteFsyncFailure(t *testing.T) {
 // new leader's conflicting log causes) waits for the outstanding fsync, and the durable index
 // follows what the log holds.
 func TestLeaderWriteThenFollowerWrite(t *testing.T) {
-	dir := t.TempDir()
-	gate := newGateVFS()
-	tr := newSyncTracker(gate)
-	store, closer, err := openLogStore(dir, LogStoreWAL, -1, 0, 1<<20, tr, testLogger("wal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	var leading atomic.Bool
-	f := func() bool { return leading.Load() }
-	tr.leading.Store(&f)
-	entries := func(from, to uint64, term uint64) []*raft.Log {
-		var out []*raft.Log
-		for i := from; i <= to; i++ {
-			out = append(out, &raft.Log{Index: i, Term: term, Type: raft.LogCommand, Data: []byte(fmt.Sprint(i))})
-		}
-		return out
-	}
+	store, tr, gate, leading := openGatedWAL(t)
 	leading.Store(true)
 	gate.close()
-	if err := store.StoreLogs(entries(1, 5, 1)); err != nil {
+	if err := store.StoreLogs(entries(1, 5, 16)); err != nil {
 		t.Fatal(err)
 	}
 	leading.Store(false)
@@ -266,7 +238,7 @@ func TestLeaderWriteThenFollowerWrite(t *testing.T) {
 	if d := tr.durable.Load(); d != 3 {
 		t.Fatalf("durable index after deleting 4-5 = %d, want 3", d)
 	}
-	if err := store.StoreLogs(entries(4, 6, 2)); err != nil {
+	if err := store.StoreLogs(entries(4, 6, 16)); err != nil {
 		t.Fatal(err)
 	}
 	if d := tr.durable.Load(); d != 6 {
@@ -275,4 +247,21 @@ func TestLeaderWriteThenFollowerWrite(t *testing.T) {
 	if n := gate.syncs.Load(); n < 2 {
 		t.Fatalf("%d fsyncs, want the background one and the follower's", n)
 	}
+}
+
+// openGatedWAL opens a raft-wal log store with deferred leader writes on a gateVFS; the returned
+// flag says whether its writes are the leader's.
+func openGatedWAL(t *testing.T) (raft.LogStore, *syncTracker, *gateVFS, *atomic.Bool) {
+	t.Helper()
+	gate := newGateVFS()
+	tr := newSyncTracker(gate)
+	store, closer, err := openLogStore(t.TempDir(), LogStoreWAL, -1, 0, 1<<20, tr, testLogger("wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	leading := new(atomic.Bool)
+	f := leading.Load
+	tr.leading.Store(&f)
+	return store, tr, gate, leading
 }
