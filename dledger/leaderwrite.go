@@ -301,6 +301,8 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 func (l *leaderLog) DeleteRange(min, max uint64) error {
 	t := l.t
 	t.mu.Lock()
+	// A prefix never reaches the last entry written: Raft keeps at least one trailing entry
+	// (TrailingLogs is never 0 here, see Config.setDefaults).
 	suffix := max >= t.written
 	t.mu.Unlock()
 	if suffix {

@@ -114,7 +114,8 @@ func newTransport(addr string, ln net.Listener, logger hclog.Logger) (*raft.Netw
 // down a connection the old process left behind and fails with EOF; Raft sends one vote request
 // per peer per election, so one such failure made a fast failover wait for an election timeout
 // (one of 20 kills in a chaos run, 994 ms). A vote request is safe to repeat: a voter that
-// granted it grants it again.
+// granted it grants it again. (TimeoutNow is not repeated: one that did arrive before its
+// connection died would start a second election.)
 //
 // With the leader's write in parallel (t set, leaderwrite.go) an AppendEntries never carries a
 // commit index beyond the leader's durable index.
@@ -146,10 +147,6 @@ func (c raftTransport) RequestVote(id raft.ServerID, target raft.ServerAddress, 
 
 func (c raftTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, req *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return retry(func() error { return c.NetworkTransport.RequestPreVote(id, target, req, resp) })
-}
-
-func (c raftTransport) TimeoutNow(id raft.ServerID, target raft.ServerAddress, req *raft.TimeoutNowRequest, resp *raft.TimeoutNowResponse) error {
-	return retry(func() error { return c.NetworkTransport.TimeoutNow(id, target, req, resp) })
 }
 
 func (c raftTransport) clamp(req *raft.AppendEntriesRequest) {
