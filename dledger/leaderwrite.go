@@ -32,7 +32,8 @@ import (
 //
 // A follower's StoreLogs stays synchronous (its acknowledgement is its vote for durability), and
 // so does every other log operation, each after the outstanding background fsync: the order of
-// writes on disk is the order Raft made them.
+// writes on disk is the order Raft made them. So does the leader's write of a configuration entry,
+// whose future Raft answers on commit without the state machine.
 
 // syncTracker is the leader's background fsync: the files raft-wal asked to sync while a write
 // was deferred, the highest index written and the highest known durable.
@@ -291,7 +292,24 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 	}
 	t.mu.Unlock()
 	t.poke()
+	if err == nil && holdsConfiguration(logs) {
+		// hashicorp/raft answers a membership change (AddVoter, RemoveServer) as soon as its
+		// entry commits, on the leader loop and not through the state machine, and counts the
+		// leader's copy as soon as this returns: write it synchronously, as the serial order
+		// would. Membership changes are rare; the fsync also covers the writes before it.
+		return t.drain()
+	}
 	return err
+}
+
+// holdsConfiguration reports whether logs include a membership change.
+func holdsConfiguration(logs []*raft.Log) bool {
+	for _, l := range logs {
+		if l.Type == raft.LogConfiguration {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteRange deletes entries. Raft deletes a prefix after a snapshot (from its snapshot

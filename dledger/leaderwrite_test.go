@@ -166,6 +166,57 @@ func TestLeaderWritesInParallel(t *testing.T) {
 	}
 }
 
+// TestLeaderWriteMembershipDurable: a membership change is answered when its entry commits, on
+// Raft's leader loop rather than through the state machine that waits for durability, so the
+// leader writes a configuration entry synchronously: while its fsync is held, AddVoter must not
+// return, and it does once the fsync completes.
+func TestLeaderWriteMembershipDurable(t *testing.T) {
+	gates := map[string]*gateVFS{}
+	c := newCluster(t, 3, func(cfg *Config) {
+		gates[cfg.SelfID] = newGateVFS()
+		cfg.walVFS = gates[cfg.SelfID]
+	}, nil)
+	lead := c.leader(10 * time.Second)
+	c.sameLogs(5*time.Second, applyN(t, lead, "before", 3))
+	var peer Peer
+	for _, p := range c.peers {
+		if p.ID != lead.ID() {
+			peer = p
+		}
+	}
+
+	gate := gates[lead.ID()]
+	gate.close()
+	defer gate.open()
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		done <- lead.AddVoter(ctx, peer.ID, peer.Addr) // re-addressing appends a configuration entry
+	}()
+	eventually(t, 5*time.Second, func() error {
+		if gate.parked.Load() == 0 {
+			return errors.New("the leader has not reached its fsync")
+		}
+		return nil
+	})
+	time.Sleep(6 * DefaultCommitTimeout) // rounds in which the followers could acknowledge it
+	select {
+	case err := <-done:
+		t.Fatalf("AddVoter returned (%v) before the leader's copy of the configuration was durable", err)
+	default:
+	}
+	gate.open()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("AddVoter: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("AddVoter did not finish after the fsync completed")
+	}
+}
+
 // TestLeaderWriteFsyncFailure: a background fsync that fails makes the log refuse further writes
 // (the leader steps down and stays out) and the entry is never applied or acknowledged here.
 func TestLeaderWriteFsyncFailure(t *testing.T) {
