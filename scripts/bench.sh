@@ -4,7 +4,7 @@
 # For each flushDiskType, for a three-node DLedger (Raft) group on the same
 # machine (DLEDGER) and for a one-node DLedger group (DLEDGER1, the R1 that the
 # three-node figures are compared with): producers with 256 sends in flight (Raft groups also
-# 1024) through the
+# 1024 and 2048) through the
 # project's native client (the broker's capacity) and through the official Go
 # client (what applications see), then consumers reading everything back.
 # Tunables: BENCH_DURATION (default 20s), BENCH_WARMUP (5s), BENCH_MODES.
@@ -64,6 +64,8 @@ for mode in $MODES; do
 		# A Raft group's entries fill with what is in flight; more in flight, larger entries,
 		# less work per message (the target is stated for >= 256 in flight).
 		run "produce, native client, async, 1024 in flight" produce --client native -t BenchNative1024 --mode async -c 1024 -s 1024
+		# Where this machine tops out (entries of ~500 sends; latency is the price).
+		run "produce, native client, async, 2048 in flight" produce --client native -t BenchNative2048 --mode async -c 2048 -s 1024
 	fi
 	run "produce, native client, sync, 256 senders" produce --client native -t BenchNativeSync --mode sync -c 256 -s 1024
 	run "produce, official Go client, async, 256 in flight" produce -t BenchOfficial --mode async -c 256 -s 1024

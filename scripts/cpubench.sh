@@ -16,7 +16,8 @@
 #                    on this VM); PERF_EVENT=sched:sched_switch records context switches instead
 #   OUT (result dir, default a temp dir), BASE_PORT (23000), BIN (binaries, ./bin)
 #   BROKER_FLAGS (extra broker flags), BROKER_ENV (environment for the brokers, e.g. GOGC=200),
-#   BROKER_ENV_N0..N2 (environment for one node only)
+#   BROKER_ENV_N0..N2 (environment for one node only), WAIT_LEADER=i (wait up to 30 s for node i
+#   to lead before starting, e.g. with BROKER_FLAGS="--preferredLeaderId n0")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GROUP="${1:-R3}"
@@ -65,6 +66,12 @@ done
 wait_port $((BP + 876))
 for i in $(seq 0 $((nodes - 1))); do wait_port $((BP + 100 + 3 * i)); done
 for _ in $(seq 150); do "$BIN"/mqadmin topicRoute -n "$NS" -t TBW102 -o json 2>/dev/null | grep -q '"0"' && break; sleep 0.1; done
+if [ -n "${WAIT_LEADER:-}" ]; then # e.g. with BROKER_FLAGS="--preferredLeaderId n0": wait for the transfer
+	for _ in $(seq 300); do
+		curl -s "http://127.0.0.1:$((BP + 200 + WAIT_LEADER))/status" | grep -q '"role":"SYNC_MASTER"' && break
+		sleep 0.1
+	done
+fi
 leader=-1
 for i in $(seq 0 $((nodes - 1))); do
 	curl -s "http://127.0.0.1:$((BP + 200 + i))/status" | grep -q '"role":"SYNC_MASTER"' && leader=$i
