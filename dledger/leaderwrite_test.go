@@ -114,12 +114,7 @@ func TestLeaderWritesInParallel(t *testing.T) {
 			}()
 			// The leader's write is stuck at its fsync (serial: on the leader loop; parallel: in the
 			// background) ...
-			eventually(t, 5*time.Second, func() error {
-				if gate.parked.Load() == 0 {
-					return errors.New("the leader has not reached its fsync")
-				}
-				return nil
-			})
+			awaitParked(t, gate)
 			followersHave := func() error {
 				for id, n := range c.nodes {
 					if n != lead && lastLogIndex(n) < idx {
@@ -152,15 +147,7 @@ func TestLeaderWritesInParallel(t *testing.T) {
 					t.Logf("leader commit index %d (entry %d): the followers' acks arrived after the check", ci, idx)
 				}
 			}
-			gate.open()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("apply: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("apply did not finish after the fsync completed")
-			}
+			openAndAwait(t, gate, done, "apply")
 			c.sameLogs(5*time.Second, append(want, []byte("held")))
 		})
 	}
@@ -194,26 +181,38 @@ func TestLeaderWriteMembershipDurable(t *testing.T) {
 		defer cancel()
 		done <- lead.AddVoter(ctx, peer.ID, peer.Addr) // re-addressing appends a configuration entry
 	}()
-	eventually(t, 5*time.Second, func() error {
-		if gate.parked.Load() == 0 {
-			return errors.New("the leader has not reached its fsync")
-		}
-		return nil
-	})
+	awaitParked(t, gate)
 	time.Sleep(6 * DefaultCommitTimeout) // rounds in which the followers could acknowledge it
 	select {
 	case err := <-done:
 		t.Fatalf("AddVoter returned (%v) before the leader's copy of the configuration was durable", err)
 	default:
 	}
+	openAndAwait(t, gate, done, "AddVoter")
+}
+
+// awaitParked waits until an fsync is held at the gate.
+func awaitParked(t *testing.T, gate *gateVFS) {
+	t.Helper()
+	eventually(t, 5*time.Second, func() error {
+		if gate.parked.Load() == 0 {
+			return errors.New("the leader has not reached its fsync")
+		}
+		return nil
+	})
+}
+
+// openAndAwait opens the gate and waits for the result of the call it held.
+func openAndAwait(t *testing.T, gate *gateVFS, done <-chan error, what string) {
+	t.Helper()
 	gate.open()
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("AddVoter: %v", err)
+			t.Fatalf("%s: %v", what, err)
 		}
 	case <-time.After(20 * time.Second):
-		t.Fatal("AddVoter did not finish after the fsync completed")
+		t.Fatalf("%s did not finish after the fsync completed", what)
 	}
 }
 
