@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/hashicorp/raft"
 	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/types"
+
+	"rocketraft/internal/uring"
 )
 
 // The leader writes its own copy of new entries in parallel with replicating them (Raft thesis,
@@ -40,17 +43,18 @@ import (
 type syncTracker struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	deferred bool                        // a leader's StoreLogs is running: Sync only records
-	dirty    map[types.WritableFile]bool // files written since their last fsync
-	written  uint64                      // highest index written (durable or not)
-	durable  atomic.Uint64               // every index <= durable is fsynced
-	syncing  bool                        // a background fsync round is running
-	err      error                       // the first failed fsync: the log is no longer trustworthy
+	deferred bool               // a leader's StoreLogs is running: Sync only records
+	dirty    map[*syncFile]bool // files written since their last fsync
+	written  uint64             // highest index written (durable or not)
+	durable  atomic.Uint64      // every index <= durable is fsynced
+	syncing  bool               // a background fsync round is running
+	err      error              // the first failed fsync: the log is no longer trustworthy
 	closed   bool
 	kick     chan struct{}
 	done     chan struct{}
 	leading  atomic.Pointer[func() bool] // set once Raft runs; nil: every write synchronous
 	base     types.VFS                   // the real file system under syncVFS
+	ring     *uring.Ring                 // fsyncs that leave the processor free; nil: direct
 }
 
 // newSyncTracker starts the background fsync goroutine for raft-wal files on base (the real file
@@ -59,7 +63,8 @@ func newSyncTracker(base types.VFS) *syncTracker {
 	if base == nil {
 		base = walfs.New()
 	}
-	t := &syncTracker{dirty: map[types.WritableFile]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{}), base: base}
+	t := &syncTracker{dirty: map[*syncFile]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{}), base: base}
+	t.ring, _ = uring.Shared() // nil where io_uring is missing: fsync directly (Node.Open logs it)
 	t.cond = sync.NewCond(&t.mu)
 	go t.run()
 	return t
@@ -75,13 +80,13 @@ func (t *syncTracker) run() {
 			continue
 		}
 		files, target := t.dirty, t.written
-		t.dirty = map[types.WritableFile]bool{}
+		t.dirty = map[*syncFile]bool{}
 		t.syncing = true
 		t.mu.Unlock()
 
 		var err error
 		for f := range files {
-			if e := f.Sync(); e != nil && err == nil {
+			if e := f.syncNow(); e != nil && err == nil {
 				err = fmt.Errorf("dledger: background fsync of the leader's raft log: %w", e)
 			}
 		}
@@ -111,7 +116,7 @@ func (t *syncTracker) poke() {
 
 // deferSync reports whether a Sync on f should be left to the background goroutine, recording f
 // as dirty if so.
-func (t *syncTracker) deferSync(f types.WritableFile) bool {
+func (t *syncTracker) deferSync(f *syncFile) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.deferred {
@@ -185,7 +190,9 @@ func (v syncVFS) Create(dir, name string, size uint64) (types.WritableFile, erro
 	if err != nil {
 		return nil, err
 	}
-	return &syncFile{WritableFile: f, t: v.t}, nil
+	sf := &syncFile{WritableFile: f, t: v.t}
+	sf.fresh.Store(true)
+	return sf, nil
 }
 
 func (v syncVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
@@ -199,14 +206,39 @@ func (v syncVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 // syncFile defers its Sync to the tracker while a leader's write runs.
 type syncFile struct {
 	types.WritableFile
-	t *syncTracker
+	t     *syncTracker
+	fresh atomic.Bool // created and never synced: raft-wal's first Sync also syncs the directory
 }
 
 func (f *syncFile) Sync() error {
-	if f.t.deferSync(f.WritableFile) {
+	if f.t.deferSync(f) {
 		return nil
 	}
-	return f.WritableFile.Sync()
+	return f.syncNow()
+}
+
+// syncNow fsyncs the file through the tracker's io_uring (internal/uring: the goroutine waits
+// without holding its processor, so a broker on one processor goes on serving meanwhile), or
+// directly where there is none. A new file's first Sync is raft-wal's own, which syncs the
+// directory entry as well.
+func (f *syncFile) syncNow() error {
+	sc, ok := f.WritableFile.(syscall.Conn)
+	if f.t.ring == nil || !ok || f.fresh.Load() {
+		err := f.WritableFile.Sync()
+		if err == nil {
+			f.fresh.Store(false)
+		}
+		return err
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return f.WritableFile.Sync()
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = f.t.ring.Fsync(int(fd), false) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // syncMeta is raft-wal's meta store, committed only once the log files it describes are durable

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"rocketraft/internal/uring"
 )
 
 // Node is one member of a Raft group: hashicorp/raft with a TCP transport, a bbolt stable store, the
@@ -83,6 +85,9 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	)
 	if cfg.LogStore == LogStoreWAL {
 		tracker = newSyncTracker(cfg.walVFS)
+		if _, err := uring.Shared(); err != nil {
+			cfg.Logger.Info("raft log fsyncs run directly, holding a Go processor while they wait", "reason", err)
+		}
 	}
 	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, tracker, cfg.Logger); err != nil {
 		if tracker != nil {

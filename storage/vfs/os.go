@@ -9,6 +9,8 @@ import (
 	"sort"
 
 	"golang.org/x/sys/unix"
+
+	"rocketraft/internal/uring"
 )
 
 // OS is the real file system: files are preallocated and mapped with mmap(MAP_SHARED), synced
@@ -84,9 +86,27 @@ func (m *osMapping) WriteAt(p []byte, off int) error {
 	return nil
 }
 
-// Sync implements Mapping with msync(MS_SYNC) over the pages covering [off, off+n).
+// Sync implements Mapping: the file's written data is made durable, through the process's
+// io_uring where there is one (internal/uring: the goroutine waits without holding its Go
+// processor, so a broker on one processor goes on serving during the flush), with fdatasync:
+// what msync(MS_SYNC) does on Linux (vfs_fsync_range with datasync), for the whole file rather
+// than [off, off+n), which costs nothing more as the flushed range holds the file's only dirty
+// pages. Elsewhere msync(MS_SYNC) over the pages covering [off, off+n).
 func (m *osMapping) Sync(off, n int) error {
 	if n <= 0 {
+		return nil
+	}
+	if ring, _ := uring.Shared(); ring != nil {
+		rc, err := m.f.SyscallConn()
+		if err == nil {
+			var serr error
+			if err = rc.Control(func(fd uintptr) { serr = ring.Fsync(int(fd), true) }); err == nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("fdatasync %s: %w", m.f.Name(), err)
+		}
 		return nil
 	}
 	page := os.Getpagesize()
