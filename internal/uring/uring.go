@@ -198,9 +198,11 @@ func (r *Ring) Fsync(fd int, datasync bool) error {
 	atomic.StoreUint32(r.sqTail, tail+1)
 	err := r.enter()
 	if err != nil {
-		// Not submitted (the kernel refused the call): fsync here instead. Should the entry be
-		// submitted by a later call after all, its completion finds no waiter and is dropped.
+		// Not submitted (the kernel refused the call): fsync here instead, and so from now on,
+		// as the submission ring may still hold entries the kernel has not taken. Should one be
+		// taken after all, its completion finds no waiter and is dropped.
 		delete(r.waiting, id)
+		r.closed = true
 		r.mu.Unlock()
 		<-r.slots
 		return plainFsync(fd, datasync)
@@ -214,19 +216,17 @@ func (r *Ring) Fsync(fd int, datasync bool) error {
 
 // enter submits everything queued in the submission ring. Called with r.mu held.
 func (r *Ring) enter() error {
-	for tries := 0; ; tries++ {
+	for tries := 0; tries < 100; tries++ {
 		pending := atomic.LoadUint32(r.sqTail) - atomic.LoadUint32(r.sqHead)
 		if pending == 0 {
 			return nil
 		}
 		_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(pending), 0, 0, 0, 0)
-		switch {
-		case errno == 0:
-		case (errno == unix.EINTR || errno == unix.EAGAIN || errno == unix.EBUSY) && tries < 100:
-		default:
+		if errno != 0 && errno != unix.EINTR && errno != unix.EAGAIN && errno != unix.EBUSY {
 			return fmt.Errorf("uring: io_uring_enter: %w", errno)
 		}
 	}
+	return errors.New("uring: io_uring_enter took no entries")
 }
 
 // reap waits on the eventfd and hands each completion to its waiter.
