@@ -47,6 +47,10 @@ type Broker struct {
 	// 0 = automatic (see Procs): a node of a group whose peers all live on this host gets its
 	// share of the CPUs, anything else all of them.
 	MaxProcs int `prop:"maxProcs"`
+	// IoUringEnable (ours): fsyncs of the Raft log and flushes of the store go through an io_uring,
+	// so the goroutine waiting for the disk leaves its Go processor to the rest of the broker
+	// (internal/uring); false fsyncs directly. Default true; io_uring missing means directly too.
+	IoUringEnable bool `prop:"ioUringEnable"`
 
 	// Classic master/slave replication (package ha). A slave follows haMasterAddress, or the
 	// master's HA address from the name servers' REGISTER_BROKER answer when it is empty.
@@ -232,6 +236,7 @@ func NewBroker() *Broker {
 
 		LongPollingEnable:             true,
 		DLegerFastFailover:            true,
+		IoUringEnable:                 true,
 		AccessMessageInMemoryMaxRatio: 40,
 		ShortPollingTimeMills:         1000,
 		ClientChannelExpiredTimeout:   120000,

@@ -13,6 +13,7 @@ import (
 
 	"rocketraft/broker"
 	"rocketraft/config"
+	"rocketraft/internal/uring"
 )
 
 func main() {
@@ -45,6 +46,9 @@ func run() int {
 	if n, why := cfg.Procs(runtime.GOMAXPROCS(0), envProcs); n > 0 {
 		runtime.GOMAXPROCS(n)
 		logger.Info("scheduler CPUs", "procs", n, "reason", why)
+	}
+	if !cfg.IoUringEnable {
+		uring.Disable()
 	}
 	b, err := broker.New(cfg, logger)
 	if err != nil {

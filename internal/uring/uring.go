@@ -308,11 +308,25 @@ var (
 	sharedOnce sync.Once
 	shared     *Ring
 	sharedErr  error
+	disabled   atomic.Bool
 )
 
+// errDisabled is Shared's reason after Disable.
+var errDisabled = errors.New("uring: turned off by configuration (ioUringEnable=false)")
+
+// Disable makes Shared answer nil from now on, unless it already set a ring up: the broker calls
+// it at start-up, before anything fsyncs, when ioUringEnable is false.
+func Disable() { disabled.Store(true) }
+
 // Shared is the process's ring for fsyncs, set up on first use; nil (with the reason) where
-// io_uring is not available, and callers then fsync directly.
+// io_uring is not available or was disabled, and callers then fsync directly.
 func Shared() (*Ring, error) {
-	sharedOnce.Do(func() { shared, sharedErr = New(defaultRingSlots) })
+	sharedOnce.Do(func() {
+		if disabled.Load() {
+			sharedErr = errDisabled
+			return
+		}
+		shared, sharedErr = New(defaultRingSlots)
+	})
 	return shared, sharedErr
 }

@@ -134,3 +134,11 @@ func TestClosedRingFsyncsDirectly(t *testing.T) {
 		t.Fatalf("fsync after close: %v", err)
 	}
 }
+
+// TestDisable: after Disable, Shared offers no ring and says why, so callers fsync directly.
+func TestDisable(t *testing.T) {
+	Disable()
+	if r, err := Shared(); r != nil || !errors.Is(err, errDisabled) {
+		t.Fatalf("Shared after Disable = %v, %v; want nil and the reason", r, err)
+	}
+}
