@@ -230,15 +230,7 @@ func (f *syncFile) syncNow() error {
 		}
 		return err
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return f.WritableFile.Sync()
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = f.t.ring.Fsync(int(fd), false) }); err != nil {
-		return err
-	}
-	return serr
+	return f.t.ring.FsyncFile(sc, false)
 }
 
 // syncMeta is raft-wal's meta store, committed only once the log files it describes are durable

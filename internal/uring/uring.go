@@ -24,6 +24,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -212,6 +213,20 @@ func (r *Ring) Fsync(fd int, datasync bool) error {
 		return unix.Errno(-res)
 	}
 	return nil
+}
+
+// FsyncFile is Fsync on an open file (an *os.File, say), whose descriptor stays reserved until
+// the fsync completes, so a concurrent Close cannot hand the number to another file meanwhile.
+func (r *Ring) FsyncFile(f syscall.Conn, datasync bool) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = r.Fsync(int(fd), datasync) }); err != nil {
+		return err
+	}
+	return serr
 }
 
 // enter submits everything queued in the submission ring. Called with r.mu held.

@@ -26,7 +26,7 @@ func newRing(t *testing.T) *Ring {
 	return r
 }
 
-// TestFsync: fsyncs and fdatasyncs of real files from many goroutines at once (more than the
+// TestFsync: fsyncs and fdatasyncs (Fsync and FsyncFile) of real files from many goroutines at once (more than the
 // ring has room for) all complete, and a bad descriptor gets the kernel's error, as fsync(2)
 // would give it.
 func TestFsync(t *testing.T) {
@@ -49,7 +49,11 @@ func TestFsync(t *testing.T) {
 					errs <- err
 					return
 				}
-				if err := r.Fsync(int(f.Fd()), j%2 == 1); err != nil {
+				sync := func() error { return r.Fsync(int(f.Fd()), j%2 == 1) }
+				if i%2 == 1 { // half of them through the descriptor-reserving form
+					sync = func() error { return r.FsyncFile(f, j%2 == 1) }
+				}
+				if err := sync(); err != nil {
 					errs <- err
 					return
 				}

@@ -97,14 +97,7 @@ func (m *osMapping) Sync(off, n int) error {
 		return nil
 	}
 	if ring, _ := uring.Shared(); ring != nil {
-		rc, err := m.f.SyscallConn()
-		if err == nil {
-			var serr error
-			if err = rc.Control(func(fd uintptr) { serr = ring.Fsync(int(fd), true) }); err == nil {
-				err = serr
-			}
-		}
-		if err != nil {
+		if err := ring.FsyncFile(m.f, true); err != nil {
 			return fmt.Errorf("fdatasync %s: %w", m.f.Name(), err)
 		}
 		return nil
