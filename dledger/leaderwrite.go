@@ -95,7 +95,7 @@ func (t *syncTracker) run() {
 		t.syncing = false
 		if err != nil && t.err == nil {
 			t.err = err
-		} else if err == nil && target > t.durable.Load() {
+		} else if err == nil && t.err == nil && target > t.durable.Load() {
 			t.durable.Store(target)
 		}
 		again := len(t.dirty) > 0 || t.written > t.durable.Load()
@@ -166,6 +166,17 @@ func (t *syncTracker) setDurable(idx uint64) {
 	t.mu.Unlock()
 }
 
+// fail records a failed fsync made outside the background rounds: the log is no longer
+// trustworthy, and every wait for durability reports it from now on.
+func (t *syncTracker) fail(err error) {
+	t.mu.Lock()
+	if t.err == nil {
+		t.err = err
+	}
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
 // close syncs what is outstanding and stops the goroutine.
 func (t *syncTracker) close() error {
 	err := t.drain()
@@ -208,6 +219,10 @@ type syncFile struct {
 	types.WritableFile
 	t     *syncTracker
 	fresh atomic.Bool // created and never synced: raft-wal's first Sync also syncs the directory
+
+	mu       sync.Mutex // serialises syncNow and Close
+	closed   bool
+	closeErr error // the fsync Close made
 }
 
 func (f *syncFile) Sync() error {
@@ -217,11 +232,41 @@ func (f *syncFile) Sync() error {
 	return f.syncNow()
 }
 
-// syncNow fsyncs the file through the tracker's io_uring (internal/uring: the goroutine waits
+// Close fsyncs the file, then closes it: the tracker may still hold it as dirty (a sealed
+// segment's writer is closed as soon as its reads move to a reader, see releasingFiler), and a
+// later syncNow of a closed file then reports what this fsync gave. A failed fsync here fails the
+// tracker, as a failed background fsync does.
+func (f *syncFile) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	if f.closeErr = f.fsyncLocked(); f.closeErr != nil {
+		f.t.fail(fmt.Errorf("dledger: fsync of a raft log file on close: %w", f.closeErr))
+	}
+	if err := f.WritableFile.Close(); err != nil {
+		return err
+	}
+	return f.closeErr
+}
+
+// syncNow fsyncs the file (see fsyncLocked); after Close it reports Close's fsync.
+func (f *syncFile) syncNow() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return f.closeErr
+	}
+	return f.fsyncLocked()
+}
+
+// fsyncLocked fsyncs the file through the tracker's io_uring (internal/uring: the goroutine waits
 // without holding its processor, so a broker on one processor goes on serving meanwhile), or
 // directly where there is none. A new file's first Sync is raft-wal's own, which syncs the
 // directory entry as well.
-func (f *syncFile) syncNow() error {
+func (f *syncFile) fsyncLocked() error {
 	sc, ok := f.WritableFile.(syscall.Conn)
 	if f.t.ring == nil || !ok || f.fresh.Load() {
 		err := f.WritableFile.Sync()

@@ -219,7 +219,7 @@ func openAndAwait(t *testing.T, gate *gateVFS, done <-chan error, what string) {
 // TestLeaderWriteFsyncFailure: a background fsync that fails makes the log refuse further writes
 // (the leader steps down and stays out) and the entry is never applied or acknowledged here.
 func TestLeaderWriteFsyncFailure(t *testing.T) {
-	store, tr, gate, leading := openGatedWAL(t)
+	store, tr, gate, leading := openGatedWAL(t, 1<<20)
 	leading.Store(true)
 	entry := func(i uint64) []*raft.Log { return entries(i, i, 16) }
 	if err := store.StoreLogs(entry(1)); err != nil {
@@ -267,7 +267,7 @@ func TestLeaderWriteFsyncFailure(t *testing.T) {
 // new leader's conflicting log causes) waits for the outstanding fsync, and the durable index
 // follows what the log holds.
 func TestLeaderWriteThenFollowerWrite(t *testing.T) {
-	store, tr, gate, leading := openGatedWAL(t)
+	store, tr, gate, leading := openGatedWAL(t, 1<<20)
 	leading.Store(true)
 	gate.close()
 	if err := store.StoreLogs(entries(1, 5, 16)); err != nil {
@@ -299,13 +299,13 @@ func TestLeaderWriteThenFollowerWrite(t *testing.T) {
 	}
 }
 
-// openGatedWAL opens a raft-wal log store with deferred leader writes on a gateVFS; the returned
-// flag says whether its writes are the leader's.
-func openGatedWAL(t *testing.T) (raft.LogStore, *syncTracker, *gateVFS, *atomic.Bool) {
+// openGatedWAL opens a raft-wal log store (segments of segmentSize bytes, no cache) with deferred
+// leader writes on a gateVFS; the returned flag says whether its writes are the leader's.
+func openGatedWAL(t *testing.T, segmentSize int) (raft.LogStore, *syncTracker, *gateVFS, *atomic.Bool) {
 	t.Helper()
 	gate := newGateVFS()
 	tr := newSyncTracker(gate)
-	store, closer, err := openLogStore(t.TempDir(), LogStoreWAL, -1, 0, 1<<20, tr, testLogger("wal"))
+	store, closer, err := openLogStore(t.TempDir(), LogStoreWAL, -1, 0, segmentSize, tr, testLogger("wal"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,8 @@ func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, t *s
 			metaStore, vfs = syncMeta{MetaStore: meta, t: t}, syncVFS{VFS: t.base, t: t}
 		}
 		w, err := wal.Open(p, wal.WithLogger(logger.Named("wal")), wal.WithMetaStore(metaStore),
-			wal.WithSegmentSize(segmentSize), wal.WithSegmentFiler(segment.NewFiler(p, vfs)))
+			wal.WithSegmentSize(segmentSize),
+			wal.WithSegmentFiler(releasingFiler{SegmentFiler: segment.NewFiler(p, vfs), logger: logger.Named("wal")}))
 		if err != nil {
 			meta.Close()
 			return nil, nil, fmt.Errorf("dledger: open raft-wal %s: %w", p, err)
