@@ -11,7 +11,9 @@
 //   - log store: hashicorp/raft-wal (default) or raft-boltdb/v2, behind an in-memory cache of the
 //     newest entries (logCache: 512 entries and 8 MiB, see there why so small), fsync on. Chosen by measurement, see below. raft-wal v0.4.1, not v0.4.0: v0.4.0
 //     could not reopen a log whose tail Raft had truncated (hashicorp/raft-wal#31).
-//   - snapshots: raft.FileSnapshotStore, two retained.
+//   - snapshots: raft.FileSnapshotStore, two retained, stored as the state machine persists them;
+//     with a SnapshotExpander (fsm.FSM, whose snapshots name store files instead of holding them)
+//     every Open gets the expanded stream and its size (snapshots.go).
 //   - Open bootstraps the configuration from Peers (all voters) when DataDir has no Raft state,
 //     and otherwise restarts from that state: membership then lives in the log, Peers is ignored.
 //     A node added later starts with Join and waits for the leader's AddVoter.

@@ -97,9 +97,13 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	closers = append(closers, n.logs)
 	n.cache, _ = logs.(*logCache)
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
+	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("dledger: snapshot store: %w", err)
+	}
+	var snaps raft.SnapshotStore = files
+	if e, ok := fsm.(SnapshotExpander); ok {
+		snaps = expandingSnapshots{SnapshotStore: files, fsm: e}
 	}
 	if n.trans, err = newTransport(self.Addr, cfg.Listener, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("dledger: listen on %s: %w", self.Addr, err)

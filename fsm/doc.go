@@ -92,8 +92,9 @@
 // the marker. After a power loss either may have lost unsynced pages: if the commitlog still
 // reaches the marker's end, truncation works as above; if it is shorter than the marker says
 // (storage.ErrTruncateBeyondEnd), the node cannot know which entries its store holds and New
-// fails with ErrStoreBehindMarker, whose message says to rebuild the node from a snapshot
-// (delete the store root and restart: Raft restores its latest snapshot and replays).
+// fails with ErrStoreBehindMarker, whose message says to rebuild the node from its group
+// (removePeer, delete its data directory, restart it with dLegerJoin and addPeer: the leader sends
+// a snapshot). Its own snapshots cannot rebuild it: they name store files, they do not hold them.
 //
 // The one store change a truncation cannot undo is a topic deletion (its consume queues are
 // removed; later records of the topic restart at queue offset 0). Before deleting, Apply
@@ -116,9 +117,18 @@
 // Snapshot runs under the FSM lock and reads no file data: it records the applied index and
 // term, the commitlog range, the list of commitlog and consume-queue segments with how many
 // bytes of each to ship (storage.Store.Manifest), and the metadata tables' files from
-// MetaApplier.SnapshotMeta. Persist streams those files while Apply goes on (appends only write
-// past the recorded ends), a 1 MiB chunk at a time under the segment lock, never holding the
-// store in memory; it logs progress every 256 MiB. Consume queues are shipped, not rebuilt:
+// MetaApplier.SnapshotMeta. Persist writes a reference snapshot: the header (version 2), the
+// metadata files and, per store file, its name, size, data length and a checksum of its first
+// 4 KiB, but not its data, which the store keeps (appends only write past the recorded ends).
+// It flushes the store and syncs the marker first, so a restart never truncates below what it
+// names. A few KiB every snapshot instead of a copy of the whole store. ExpandSnapshot, which the
+// node's snapshot store calls on every Open (a restore at start, an InstallSnapshot to a
+// follower), turns it into the full stream below, read from the store while Apply goes on, a
+// 1 MiB chunk at a time under the segment lock, never holding the store in memory, and logging
+// progress every 256 MiB. Files retention removed from the front since are left out; a file
+// gone otherwise, or whose first bytes changed (a deleted topic's queue sent to again), fails the
+// expansion, and Raft's next snapshot serves instead. A follower stores the full stream it
+// received as its snapshot. Consume queues are shipped, not rebuilt:
 // they carry state the commitlog alone cannot give back (a deleted topic's restarted queue, a
 // queue whose front retention removed), and that state decides the next queue offsets. Index
 // files are not shipped; the restored store rebuilds them from the commitlog.
@@ -149,6 +159,11 @@
 //	8       data length L (the file's leading bytes that hold data; the rest is zeros)
 //	L       data
 //	4       CRC-32C of the data
+//
+// A reference snapshot (what Persist stores) has version 2 in its header, the same metadata
+// frames, and S reference frames in place of the store frames: kind 3, name length, name, file
+// size, data length L, then 4 bytes, the CRC-32C of the file's first min(L, 4 KiB) bytes; no
+// data, no data CRC.
 //
 // Restore: if the snapshot is not ahead of the local store (applied index and commitlog end
 // at or below the marker's), only the metadata is restored. Otherwise the files are written

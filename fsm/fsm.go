@@ -244,8 +244,8 @@ func (f *FSM) open() error {
 	if err != nil {
 		mk.close()
 		if errors.Is(err, storage.ErrTruncateBeyondEnd) {
-			return fmt.Errorf("%w: entry %d left the commitlog at offset %d, but %w. Commitlog pages that were never synced were lost (power failure?), so this node cannot tell which entries its store holds. Rebuild it from a snapshot: stop the node, remove %s, and start it again (Raft restores its latest snapshot, or the leader sends one, and replays the log)",
-				ErrStoreBehindMarker, a.Index, a.End, err, f.root)
+			return fmt.Errorf("%w: entry %d left the commitlog at offset %d, but %w. Commitlog pages that were never synced were lost (power failure?), so this node cannot tell which entries its store holds. Rebuild it from its group: remove it with mqadmin removePeer, delete its data directory (%s and the Raft state next to it), start it with dLegerJoin=true and add it back with mqadmin addPeer; the leader sends it a snapshot (its own snapshots name store files, they do not hold them)",
+				ErrStoreBehindMarker, a.Index, a.End, err, filepath.Dir(f.root))
 		}
 		return fmt.Errorf("fsm: %w", err)
 	}

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -402,9 +403,9 @@ func TestInterruptedRestoreSwap(t *testing.T) {
 	}
 }
 
-// TestPersistWhileApplying: Persist streams while Apply goes on (run with -race); the stream
-// restores to exactly the state at Snapshot time.
-func TestPersistWhileApplying(t *testing.T) {
+// TestExpandWhileApplying: a persisted snapshot is expanded (streamed from the store) while Apply
+// goes on (run with -race); the stream restores to exactly the state at Snapshot time.
+func TestExpandWhileApplying(t *testing.T) {
 	logs := workload(t, 300)
 	fs := vfs.NewMemFS()
 	f := newFSM(t, fs, newFakeMeta())
@@ -414,17 +415,17 @@ func TestPersistWhileApplying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		applyAll(f, logs[100:149]) // 150 deletes a topic: see TestPersistFailsOnTopicDeletion
+		applyAll(f, logs[100:149]) // 150 deletes a topic: see TestExpandFailsOnTopicDeletion
 	}()
-	var sink memSink
-	err = snap.Persist(&sink)
+	full := expand(t, f, sink.Bytes())
 	<-done
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	ref := newFSM(t, vfs.NewMemFS(), nil)
 	defer ref.Close()
@@ -433,7 +434,7 @@ func TestPersistWhileApplying(t *testing.T) {
 	// same store files, same order: only the metadata frame differs (nil Meta)
 	g := newFSM(t, vfs.NewMemFS(), nil)
 	defer g.Close()
-	if err := g.Restore(reader(sink.Bytes())); err != nil {
+	if err := g.Restore(reader(full)); err != nil {
 		t.Fatal(err)
 	}
 	h := newFSM(t, vfs.NewMemFS(), nil)
@@ -450,9 +451,12 @@ func TestPersistWhileApplying(t *testing.T) {
 	}
 }
 
-// TestPersistFailsOnTopicDeletion: a topic deleted while its queues are being streamed makes
-// Persist fail cleanly (the sink is cancelled; Raft retries at its next snapshot interval).
-func TestPersistFailsOnTopicDeletion(t *testing.T) {
+// TestExpandFailsOnTopicDeletion: a topic deleted after the snapshot takes its queues out of the
+// store (and a send to it afterwards starts a queue file at the same offset with other units), so
+// the snapshot can no longer be expanded: that fails cleanly, and Raft's next snapshot will do.
+// Persist itself reads each file's first bytes, so a deletion between Snapshot and Persist makes
+// Persist fail (the sink is cancelled; Raft retries at its next interval).
+func TestExpandFailsOnTopicDeletion(t *testing.T) {
 	logs := workload(t, 300) // entry 150 deletes topic B
 	f := newFSM(t, vfs.NewMemFS(), nil)
 	defer f.Close()
@@ -461,9 +465,77 @@ func TestPersistFailsOnTopicDeletion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	applyAll(f, logs[149:160])
 	var sink memSink
-	if err := snap.Persist(&sink); err == nil || !sink.cancelled || sink.closed {
-		t.Fatalf("persist: %v, cancelled %v", err, sink.cancelled)
+	if err := snap.Persist(&sink); err != nil || !sink.closed {
+		t.Fatalf("persist: %v, closed %v", err, sink.closed)
+	}
+	if snap, err = f.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	applyAll(f, logs[149:160])
+	_, _, err = f.ExpandSnapshot(reader(sink.Bytes()), int64(sink.Len()))
+	if err == nil || !strings.Contains(err.Error(), "consumequeue/B/") {
+		t.Fatalf("expanding a snapshot whose topic was deleted since: %v", err)
+	}
+	var late memSink
+	if err := snap.Persist(&late); err == nil || !strings.Contains(err.Error(), "consumequeue/B/") || !late.cancelled || late.closed {
+		t.Fatalf("persist after the deletion: %v, cancelled %v", err, late.cancelled)
+	}
+	// Nothing holds the store: a restore can still swap it.
+	if err := f.Restore(reader(snapshotBytes(t, f))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReferenceSnapshot: Persist writes names and lengths, not data, and makes the store durable
+// first; the stored snapshot restores metadata into the store it came from (Raft's restore at
+// start), refuses to rebuild a store that lost its data, and passes a full stream through.
+func TestReferenceSnapshot(t *testing.T) {
+	logs := workload(t, 300)
+	fs := vfs.NewMemFS()
+	f := newFSM(t, fs, newFakeMeta())
+	applyAll(f, logs[:120])
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	stored := sink.Bytes()
+	full := expand(t, f, stored)
+	if len(stored) > 4096 || len(full) < 50*len(stored) {
+		t.Fatalf("stored snapshot %d bytes, expanded %d: the data was written out", len(stored), len(full))
+	}
+	if again := expand(t, f, full); !bytes.Equal(again, full) {
+		t.Fatal("a full stream did not pass through unchanged")
+	}
+	// Persist synced the store and the marker: a power loss (only synced bytes survive) after
+	// more applies keeps what it names.
+	applyAll(f, logs[120:140])
+	crashed := fs.Crash()
+	f.Close()
+	f = newFSM(t, crashed, newFakeMeta())
+	defer f.Close()
+	if f.AppliedIndex() < 120 {
+		t.Fatalf("after a crash the store is at %d, behind the snapshot at 120", f.AppliedIndex())
+	}
+	if err := f.Restore(reader(stored)); err != nil {
+		t.Fatalf("restore of the reference into its own store: %v", err)
+	}
+	if !bytes.Equal(expand(t, f, stored), full) {
+		t.Fatal("expanded differently after the restart")
+	}
+	empty := newFSM(t, vfs.NewMemFS(), nil)
+	defer empty.Close()
+	if err := empty.Restore(reader(stored)); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("restore of a reference into an empty store: %v, want ErrBadSnapshot", err)
+	}
+	if _, _, err := empty.ExpandSnapshot(reader(stored), int64(len(stored))); !errors.Is(err, ErrBadSnapshot) {
+		t.Fatalf("expanding a reference on a store behind it: %v, want ErrBadSnapshot", err)
+	}
+	if err := empty.Restore(reader(full)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/netip"
 	"sort"
 	"strings"
@@ -236,7 +237,26 @@ func snapshotBytes(t testing.TB, f *FSM) []byte {
 	if !sink.closed || sink.cancelled {
 		t.Fatal("sink not closed")
 	}
-	return sink.Bytes()
+	return expand(t, f, sink.Bytes())
+}
+
+// expand is what a node's snapshot store hands Raft for a persisted snapshot: the full stream,
+// whose length must be the one ExpandSnapshot announces.
+func expand(t testing.TB, f *FSM, stored []byte) []byte {
+	t.Helper()
+	rc, size, err := f.ExpandSnapshot(reader(stored), int64(len(stored)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	full, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(full)) != size {
+		t.Fatalf("expanded snapshot has %d bytes, ExpandSnapshot announced %d", len(full), size)
+	}
+	return full
 }
 
 type nopCloser struct{ *bytes.Reader }

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"path"
 	"path/filepath"
@@ -28,6 +29,9 @@ type SnapshotFile struct {
 	Size int64
 	// Len is how many leading bytes hold data; the rest of the file is zeros.
 	Len int64
+	// Fingerprint, for a file kept by name only (a reference snapshot), is the checksum of its
+	// first bytes (Store.Fingerprint), which BindSnapshotFiles compares.
+	Fingerprint uint32
 
 	segs  *segmentList // where CopyFile reads from (nil in a decoded manifest)
 	start int64
@@ -74,6 +78,91 @@ func (s *Store) Manifest() (Manifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// BindSnapshotFiles resolves the files of a manifest captured earlier and kept by name only (a
+// reference snapshot) against this store, so that CopyFile can read them; their leading Len
+// bytes have not changed since, since appends only write past a manifest's ends. A file that
+// retention has removed since from the front of the commitlog or of its queue is left out: the
+// result is the captured image with that retention applied, and min, the commitlog's first
+// offset, moves to the first commitlog file kept (end if none is). Any other missing file (a
+// deleted topic's queue) or a file of another size is an error.
+func (s *Store) BindSnapshotFiles(files []SnapshotFile, min, end int64) ([]SnapshotFile, int64, error) {
+	out := make([]SnapshotFile, 0, len(files))
+	clDropped, clFirst := false, int64(-1)
+	for _, f := range files {
+		segs, start, err := s.snapshotList(f.Path)
+		if err != nil {
+			return nil, 0, err
+		}
+		if f.Size != segs.size || f.Len < 0 || f.Len > f.Size {
+			return nil, 0, fmt.Errorf("snapshot file %s: %d of %d bytes, this store's files have %d", f.Path, f.Len, f.Size, segs.size)
+		}
+		segs.mu.RLock()
+		sg, first := segs.find(start), segs.first()
+		segs.mu.RUnlock()
+		isLog := segs == s.cl.segs
+		if sg == nil || sg.start != start {
+			if first == nil || start < first.start { // retention removed it from the front
+				clDropped = clDropped || isLog
+				continue
+			}
+			return nil, 0, fmt.Errorf("snapshot file %s: no longer in the store", f.Path)
+		}
+		if isLog && clFirst < 0 {
+			clFirst = start
+		}
+		f.segs, f.start = segs, start
+		if fp, err := s.Fingerprint(f); err != nil || fp != f.Fingerprint {
+			return nil, 0, fmt.Errorf("snapshot file %s: its leading bytes changed since (a deleted topic's queue created again?)", f.Path)
+		}
+		out = append(out, f)
+	}
+	if clDropped {
+		min = end
+		if clFirst >= 0 {
+			min = clFirst
+		}
+	}
+	return out, min, nil
+}
+
+// fingerprintBytes is how many leading bytes of a file Fingerprint covers.
+const fingerprintBytes = 4096
+
+// Fingerprint checksums the first bytes of a file of a Manifest of this store (CRC-32C of up to
+// 4 KiB of its first Len). Commitlog files never come back at an offset once removed, but a
+// queue file does when its topic is deleted and sent to again, and then holds other units.
+func (s *Store) Fingerprint(f SnapshotFile) (uint32, error) {
+	if f.segs == nil {
+		return 0, fmt.Errorf("fingerprint %s: not from a manifest of this store", f.Path)
+	}
+	buf := make([]byte, min(fingerprintBytes, f.Len))
+	if !f.segs.readInto(f.start, 0, buf) {
+		return 0, fmt.Errorf("fingerprint %s: file removed", f.Path)
+	}
+	return crc32.Checksum(buf, crc32.MakeTable(crc32.Castagnoli)), nil
+}
+
+// snapshotList is the segment list a snapshot path belongs to, and the segment's start.
+func (s *Store) snapshotList(p string) (*segmentList, int64, error) {
+	parts := strings.Split(p, "/")
+	start, err := strconv.ParseInt(parts[len(parts)-1], 10, 64)
+	switch {
+	case err != nil:
+	case len(parts) == 2 && parts[0] == "commitlog":
+		return s.cl.segs, start, nil
+	case len(parts) == 4 && parts[0] == "consumequeue":
+		qid, qerr := strconv.ParseInt(parts[2], 10, 32)
+		if qerr != nil {
+			break
+		}
+		if q := s.queueByName(parts[1], int32(qid)); q != nil {
+			return q.segs, start, nil
+		}
+		return nil, 0, fmt.Errorf("snapshot file %s: its queue is no longer in the store", p)
+	}
+	return nil, 0, fmt.Errorf("snapshot file %q: not a store file", p)
 }
 
 // copyChunk is how much CopyFile copies per segment-lock hold.
