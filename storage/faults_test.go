@@ -115,33 +115,19 @@ func TestDiskFull(t *testing.T) {
 // Retention deletes expired commitlog files at deleteWhen, then the consume-queue and index
 // files below the new min offset; pulls of removed offsets are corrected.
 func TestRetention(t *testing.T) {
-	fs := vfs.NewMemFS()
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	fs.SetClock(clock)
-	cfg := testConfig(fs)
-	cfg.Now = clock
-	s := openT(t, cfg)
+	fs, s, clk := openForRetention(t)
 	defer s.Close()
-	body := make([]byte, 4000)
-	for i := 0; i < 120; i++ { // ~8 commitlog files, 2 CQ files, several index files
-		appendT(t, s, rec(t, "R", 0, string(body), "", fmt.Sprintf("k%d", i)))
-	}
 	before := len(s.cl.segs.snapshot())
-	mu.Lock()
-	now = now.Add(73 * time.Hour) // 13:00, not a deleteWhen hour
-	mu.Unlock()
-	if err := s.Clean(clock()); err != nil {
+	clk.set(clk.now().Add(73 * time.Hour)) // 13:00, not a deleteWhen hour
+	if err := s.Clean(clk.now()); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.cl.segs.snapshot()) != before {
 		t.Fatal("deleted outside deleteWhen")
 	}
-	mu.Lock()
-	now = time.Date(now.Year(), now.Month(), now.Day()+1, 4, 0, 0, 0, time.Local)
-	mu.Unlock()
-	if err := s.Clean(clock()); err != nil {
+	now := clk.now()
+	clk.set(time.Date(now.Year(), now.Month(), now.Day()+1, 4, 0, 0, 0, time.Local))
+	if err := s.Clean(clk.now()); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(s.cl.segs.snapshot()); n != 1 {
@@ -327,4 +313,31 @@ func TestAppendReplicatedIgnoresRatio(t *testing.T) {
 	}
 	fs.ClearFaults()
 	checkInvariants(t, s)
+}
+
+// testClock is a settable clock for the store and its MemFS.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// openForRetention opens a store on a MemFS at 2026-01-01 12:00 on a settable clock and appends
+// 120 records of 4000-byte bodies to R/0: about 8 commitlog files, 2 consume-queue files and
+// several index files for retention to remove.
+func openForRetention(t *testing.T) (*vfs.MemFS, *Store, *testClock) {
+	t.Helper()
+	fs := vfs.NewMemFS()
+	clk := &testClock{t: time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local)}
+	fs.SetClock(clk.now)
+	cfg := testConfig(fs)
+	cfg.Now = clk.now
+	s := openT(t, cfg)
+	body := make([]byte, 4000)
+	for i := 0; i < 120; i++ {
+		appendT(t, s, rec(t, "R", 0, string(body), "", fmt.Sprintf("k%d", i)))
+	}
+	return fs, s, clk
 }

@@ -2,9 +2,7 @@ package storage
 
 import (
 	"bytes"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,19 +14,8 @@ import (
 // moves to the first file kept, and the bound files install into a store that opens with the
 // source's queue state. A file that is gone otherwise, or whose leading bytes changed, fails.
 func TestBindSnapshotFilesAfterRetention(t *testing.T) {
-	fs := vfs.NewMemFS()
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.Local)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	fs.SetClock(clock)
-	cfg := testConfig(fs)
-	cfg.Now = clock
-	src := openT(t, cfg)
+	_, src, clk := openForRetention(t)
 	defer src.Close()
-	body := make([]byte, 4000)
-	for i := 0; i < 120; i++ { // several commitlog files, two consume-queue files
-		appendT(t, src, rec(t, "R", 0, string(body), "", fmt.Sprintf("k%d", i)))
-	}
 	if err := src.Flush(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,10 +36,9 @@ func TestBindSnapshotFilesAfterRetention(t *testing.T) {
 		t.Fatalf("bind before retention: %d of %d files, min %d (want %d), %v", len(bound), len(refs), min, man.CommitLogMin, err)
 	}
 
-	mu.Lock()
-	now = time.Date(now.Year(), now.Month(), now.Day()+4, 4, 0, 0, 0, time.Local) // a deleteWhen hour, 88 h on
-	mu.Unlock()
-	if err := src.Clean(clock()); err != nil {
+	now := clk.now()
+	clk.set(time.Date(now.Year(), now.Month(), now.Day()+4, 4, 0, 0, 0, time.Local)) // a deleteWhen hour, 88 h on
+	if err := src.Clean(clk.now()); err != nil {
 		t.Fatal(err)
 	}
 	first := src.cl.segs.snapshot()[0].start
