@@ -130,6 +130,9 @@ func (s *Store) BindSnapshotFiles(files []SnapshotFile, min, end int64) ([]Snaps
 // fingerprintBytes is how many leading bytes of a file Fingerprint covers.
 const fingerprintBytes = 4096
 
+// fingerprintTable is CRC-32C's.
+var fingerprintTable = crc32.MakeTable(crc32.Castagnoli)
+
 // Fingerprint checksums the first bytes of a file of a Manifest of this store (CRC-32C of up to
 // 4 KiB of its first Len). Commitlog files never come back at an offset once removed, but a
 // queue file does when its topic is deleted and sent to again, and then holds other units.
@@ -141,7 +144,7 @@ func (s *Store) Fingerprint(f SnapshotFile) (uint32, error) {
 	if !f.segs.readInto(f.start, 0, buf) {
 		return 0, fmt.Errorf("fingerprint %s: file removed", f.Path)
 	}
-	return crc32.Checksum(buf, crc32.MakeTable(crc32.Castagnoli)), nil
+	return crc32.Checksum(buf, fingerprintTable), nil
 }
 
 // snapshotList is the segment list a snapshot path belongs to, and the segment's start.
