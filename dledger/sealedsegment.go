@@ -30,15 +30,17 @@ type releasingFiler struct {
 // Create wraps the new segment's writer.
 func (f releasingFiler) Create(info types.SegmentInfo) (types.SegmentWriter, error) {
 	w, err := f.SegmentFiler.Create(info)
-	if err != nil {
-		return nil, err
-	}
-	return &releasingWriter{w: w, filer: f.SegmentFiler, info: info, logger: f.logger}, nil
+	return f.wrap(info, w, err)
 }
 
 // RecoverTail wraps the writer of the unsealed segment found at start-up.
 func (f releasingFiler) RecoverTail(info types.SegmentInfo) (types.SegmentWriter, error) {
 	w, err := f.SegmentFiler.RecoverTail(info)
+	return f.wrap(info, w, err)
+}
+
+// wrap puts a releasingWriter around a writer the filer opened for info.
+func (f releasingFiler) wrap(info types.SegmentInfo, w types.SegmentWriter, err error) (types.SegmentWriter, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -52,10 +54,9 @@ type releasingWriter struct {
 	info   types.SegmentInfo
 	logger hclog.Logger
 
-	mu   sync.RWMutex
-	w    types.SegmentWriter // nil once released
-	r    types.SegmentReader // the sealed segment's reader once released
-	last uint64              // the last index, once released
+	mu sync.RWMutex
+	w  types.SegmentWriter // nil once released (info then has the sealed segment's MaxIndex)
+	r  types.SegmentReader // the sealed segment's reader once released
 }
 
 var _ types.SegmentWriter = (*releasingWriter)(nil)
@@ -104,7 +105,7 @@ func (s *releasingWriter) LastIndex() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.w == nil {
-		return s.last
+		return s.info.MaxIndex
 	}
 	return s.w.LastIndex()
 }
@@ -142,7 +143,7 @@ func (s *releasingWriter) release(w types.SegmentWriter, indexStart uint64) {
 		return
 	}
 	s.mu.Lock()
-	s.info, s.w, s.r, s.last = info, nil, r, info.MaxIndex
+	s.info, s.w, s.r = info, nil, r
 	s.mu.Unlock()
 	go func() {
 		// Nothing reads through w any more (GetLog holds the read lock while it does).
