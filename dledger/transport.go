@@ -119,10 +119,25 @@ func newTransport(addr string, ln net.Listener, logger hclog.Logger) (*raft.Netw
 //
 // With the leader's write in parallel (t set, leaderwrite.go) an AppendEntries never carries a
 // commit index beyond the leader's durable index.
+//
+// Heartbeats take the same road as every other RPC: through Raft's main loop. The library's
+// fast path (SetHeartbeatHandler) runs a heartbeat's AppendEntries on the transport's reader
+// goroutine, beside the main loop; a heartbeat from a newer leader there raises currentTerm and
+// demotes a node whose leader loop is still dispatching a batch, and dispatchLogs then stamps that
+// batch with the new term, which this node never led. Seen after SIGSTOP/SIGCONT of a leader: the
+// resumed node wrote its own batch at the index where the new leader's no-op sits, with the same
+// term, so Raft's log matching never repaired it and the replicas diverged for good. On the main
+// loop the term changes only between two leader-loop steps, so every entry carries the term its
+// writer was elected in. The cost is that a heartbeat waits for the follower's current RPC (an
+// AppendEntries with its fsync) instead of overtaking it.
 type raftTransport struct {
 	*raft.NetworkTransport
 	t *syncTracker // nil: no clamp
 }
+
+// SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
+// main loop with every other RPC (see raftTransport).
+func (c raftTransport) SetHeartbeatHandler(func(raft.RPC)) {}
 
 // deadConn reports whether err is a pooled connection the peer had closed: worth one more try,
 // unlike a refused dial (the peer is down) or a timeout.

@@ -88,3 +88,76 @@ func TestVoteRequestSurvivesPeerRestart(t *testing.T) {
 		t.Fatalf("vote request after the peer restarted: %v", err)
 	}
 }
+
+// TestHeartbeatsReachTheMainLoop: a heartbeat (an AppendEntries with no entries) sent to a node
+// arrives on the transport's Consumer channel, which only Raft's main loop reads, even after Raft
+// installed its fast-path handler; the plain NetworkTransport (the control) runs it on the
+// handler instead, beside the main loop, which is how a resumed leader came to stamp a batch with
+// a term it never led.
+func TestHeartbeatsReachTheMainLoop(t *testing.T) {
+	heartbeat := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ID: []byte("n1"), Addr: []byte("n1")},
+		Term:      7,
+	}
+	send := func(t *testing.T, install func(func(raft.RPC)), consumer <-chan raft.RPC, addr string) (viaHandler bool) {
+		t.Helper()
+		handled := make(chan struct{}, 1)
+		install(func(rpc raft.RPC) {
+			handled <- struct{}{}
+			rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+		})
+		client, err := newTransport("127.0.0.1:0", nil, testLogger("client"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer client.Close()
+		errc := make(chan error, 1)
+		go func() {
+			var resp raft.AppendEntriesResponse
+			errc <- client.AppendEntries("n0", raft.ServerAddress(addr), heartbeat, &resp)
+		}()
+		select {
+		case <-handled:
+			viaHandler = true
+		case rpc := <-consumer:
+			if req, ok := rpc.Command.(*raft.AppendEntriesRequest); !ok || req.Term != 7 || len(req.Entries) != 0 {
+				t.Fatalf("consumer got %#v, want the heartbeat", rpc.Command)
+			}
+			rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the heartbeat reached neither the handler nor the consumer in 10 s")
+		}
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("heartbeat: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer to the heartbeat in 10 s")
+		}
+		return viaHandler
+	}
+
+	listen := func(name string) (*raft.NetworkTransport, string) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := newTransport(ln.Addr().String(), ln, testLogger(name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr, ln.Addr().String()
+	}
+	plain, addr := listen("plain")
+	if !send(t, plain.SetHeartbeatHandler, plain.Consumer(), addr) {
+		t.Fatal("control: the plain transport did not use the fast-path handler")
+	}
+
+	inner, addr := listen("ours")
+	var tr raft.Transport = raftTransport{NetworkTransport: inner} // what raft.NewRaft is given
+	if send(t, tr.SetHeartbeatHandler, tr.Consumer(), addr) {
+		t.Fatal("our transport ran the heartbeat on the fast-path handler; it must go to the main loop")
+	}
+}
