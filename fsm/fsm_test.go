@@ -118,6 +118,9 @@ func TestReplayAfterKill(t *testing.T) {
 			fs := vfs.NewMemFS()
 			f := newFSM(t, fs, newFakeMeta())
 			applyAll(f, logs[:cut])
+			if err := f.syncApplied(nil, applied{}); err != nil {
+				t.Fatal(err)
+			}
 			old, err := fs.ReadFile(root + "/" + markerName)
 			if err != nil {
 				t.Fatal(err)
@@ -178,19 +181,71 @@ func TestCleanRestartSkipsEverything(t *testing.T) {
 	sameImage(t, "restart", img, commitlogImage(t, fs))
 }
 
-// TestPowerLossStoreBehindMarker: the marker reached the disk but commitlog pages did not; the
-// node must refuse to start and say to rebuild from a snapshot.
-func TestPowerLossStoreBehindMarker(t *testing.T) {
-	fs := vfs.NewMemFS()
-	f := newFSM(t, fs, nil)
-	applyAll(f, workload(t, 20))
-	crashed := fs.CrashKeeping(func(name string, _ int) bool { return name == root+"/"+markerName })
-	f.Close()
-	_, err := New(Config{Store: storeConfig(crashed)})
-	if !errors.Is(err, ErrStoreBehindMarker) {
-		t.Fatalf("got %v, want ErrStoreBehindMarker", err)
+// TestStoreBehindMarkerRestartsFromFloor: the marker on disk names commitlog bytes the disk no
+// longer holds (it lost synced data; the marker is only ever written after what it names is
+// durable, so nothing else can do this). The node restarts from the marker's floor, the state
+// the last snapshot made durable, and Raft's replay brings it back to the same bytes as a
+// replica that never crashed. If even the floor is beyond the store, it refuses to start and
+// says to rebuild it from its group.
+func TestStoreBehindMarkerRestartsFromFloor(t *testing.T) {
+	logs := workload(t, 40)
+	refFS := vfs.NewMemFS()
+	ref := newFSM(t, refFS, nil)
+	applyAll(ref, logs)
+	defer ref.Close()
+
+	for _, floorToo := range []bool{false, true} {
+		t.Run(fmt.Sprint("floorBeyondStore=", floorToo), func(t *testing.T) {
+			fs := vfs.NewMemFS()
+			f := newFSM(t, fs, nil)
+			applyAll(f, logs[:20])
+			f.mu.Lock()
+			floor := f.cur
+			f.mu.Unlock()
+			if err := f.syncApplied(nil, floor); err != nil { // what a snapshot's Persist does
+				t.Fatal(err)
+			}
+			applyAll(f, logs[20:30])
+			if err := f.syncApplied(nil, applied{}); err != nil {
+				t.Fatal(err)
+			}
+			m, _ := f.mk.state()
+			m.Cur.Index, m.Cur.End = m.Cur.Index+5, m.Cur.End+4096
+			if floorToo {
+				m.Floor.Index, m.Floor.End = m.Floor.Index+100, m.Cur.End+8192
+			}
+			if err := f.mk.writeSync(m); err != nil {
+				t.Fatal(err)
+			}
+			crashed := fs.Crash()
+			f.Close()
+			g, err := New(Config{Store: storeConfig(crashed)})
+			if floorToo {
+				if !errors.Is(err, ErrStoreBehindMarker) {
+					t.Fatalf("got %v, want ErrStoreBehindMarker", err)
+				}
+				t.Log(err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("restart from the floor: %v", err)
+			}
+			defer g.Close()
+			if g.AppliedIndex() != floor.Index {
+				t.Fatalf("applied index after restart %d, want the floor's %d", g.AppliedIndex(), floor.Index)
+			}
+			applyAll(g, logs)
+			sameImage(t, "restarted from the floor", commitlogImage(t, refFS), commitlogImage(t, crashed))
+			if a, b := queueState(ref), queueState(g); a != b {
+				t.Fatalf("queues differ:\n%s\n%s", a, b)
+			}
+			i1, d1, _ := ref.Digest()
+			i2, d2, ok := g.Digest()
+			if i1 != i2 || d1 != d2 || !ok {
+				t.Fatalf("digest after replay (%d, %016x, known %v), want (%d, %016x)", i2, d2, ok, i1, d1)
+			}
+		})
 	}
-	t.Log(err)
 }
 
 // TestPowerLossBothLost: neither the marker nor the commitlog was synced: both go back to the
@@ -383,10 +438,15 @@ func TestInterruptedRestoreSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readMeta(br, int(hdr.MetaFiles)); err != nil {
+	meta, err := readMeta(br, int(hdr.MetaFiles))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.stage(br, hdr); err != nil {
+	_, dig, err := splitDigestFile(meta, hdr.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.stage(br, hdr, dig); err != nil {
 		t.Fatal(err)
 	}
 	g.closeStore()

@@ -2,9 +2,11 @@ package fsm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
+	"sync"
 
 	"rocketraft/storage/vfs"
 )
@@ -14,48 +16,82 @@ const markerName = "raftapplied"
 
 const (
 	markerFileSize = 4096
-	markerSlotSize = 64
 	markerMagic    = 0x52524d4b // "RRMK"
-	markerVersion  = 1
+
+	// Version 1 (before 2026-12): 64-byte slots at 0 and 64, no digest, no floor. Read, never
+	// written: the first write after an upgrade goes to the version-2 slot at 128, which does
+	// not overlap them, so a torn first write still leaves the version-1 slot.
+	markerV1         = 1
+	markerV1SlotSize = 64
+	markerV2         = 2
+	markerSlotSize   = 128
 )
 
-// applied is what the marker records: the state of the store after the last applied entry.
+// applied is what the marker records: a state of the store and the digest of the entries that
+// made it.
 type applied struct {
 	Index     uint64 // Raft index of the last applied entry (0: none)
 	Term      uint64 // its term
 	End       int64  // commitlog end offset after it
 	MetaIndex uint64 // Raft index of the last metadata entry applied
+	Digest    uint64 // running digest of every applied entry through Index (digest.go)
+}
+
+// markerState is one slot: the durable applied state, and the floor, the latest state that a
+// full store flush made durable before a snapshot or a topic deletion named it (see the package
+// doc: the floor is where a store that lost data it had synced restarts from).
+type markerState struct {
+	Cur, Floor  applied
+	DigestKnown bool // false: written by a version without digests
 }
 
 // marker is the mapped marker file: two checksummed slots written alternately, so a torn write
-// of one leaves the other. Writes are not synced (see the package doc).
+// of one leaves the other. It is written only with states whose commitlog bytes are already
+// durable, and synced at once (writeSync), so that whatever the kernel writes back of it, the
+// marker on disk never names data the commitlog on disk may lack.
 type marker struct {
-	m   vfs.Mapping
-	b   []byte
-	seq uint64
+	mu      sync.Mutex
+	m       vfs.Mapping
+	b       []byte
+	seq     uint64
+	last    markerState // what the newest slot holds
+	closed  bool
+	written bool // a version-2 slot has been written
 }
 
 // openMarker maps (creating) the marker in root and returns the newest valid slot, if any.
-func openMarker(fsys vfs.FS, root string) (*marker, applied, bool, error) {
+func openMarker(fsys vfs.FS, root string) (*marker, markerState, bool, error) {
 	m, err := fsys.Map(filepath.Join(root, markerName), markerFileSize)
 	if err != nil {
-		return nil, applied{}, false, fmt.Errorf("fsm marker: %w", err)
+		return nil, markerState{}, false, fmt.Errorf("fsm marker: %w", err)
 	}
 	mk := &marker{m: m, b: m.Bytes()}
-	var best applied
 	found := false
 	for i := 0; i < 2; i++ {
-		a, seq, ok := decodeSlot(mk.b[i*markerSlotSize : (i+1)*markerSlotSize])
+		st, seq, ok := decodeSlotV2(mk.b[i*markerSlotSize : (i+1)*markerSlotSize])
 		if ok && (!found || seq > mk.seq) {
-			best, mk.seq, found = a, seq, true
+			mk.last, mk.seq, found = st, seq, true
 		}
 	}
-	return mk, best, found, nil
+	if found {
+		mk.written = true
+		return mk, mk.last, true, nil
+	}
+	for i := 0; i < 2; i++ {
+		a, seq, ok := decodeSlotV1(mk.b[i*markerV1SlotSize : (i+1)*markerV1SlotSize])
+		if ok && (!found || seq > mk.seq) {
+			mk.last, mk.seq, found = markerState{Cur: a}, seq, true
+		}
+	}
+	if found && mk.seq%2 == 0 {
+		mk.seq++ // the next write (seq+1, even) goes to slot 0 otherwise: make it slot 1
+	}
+	return mk, mk.last, found, nil
 }
 
-func decodeSlot(b []byte) (applied, uint64, bool) {
+func decodeSlotV1(b []byte) (applied, uint64, bool) {
 	be := binary.BigEndian
-	if be.Uint32(b) != markerMagic || be.Uint16(b[4:]) != markerVersion {
+	if be.Uint32(b) != markerMagic || be.Uint16(b[4:]) != markerV1 {
 		return applied{}, 0, false
 	}
 	if crc32.Checksum(b[:60], castagnoli) != be.Uint32(b[60:]) {
@@ -65,32 +101,88 @@ func decodeSlot(b []byte) (applied, uint64, bool) {
 	return a, be.Uint64(b[8:]), true
 }
 
-func encodeSlot(b []byte, seq uint64, a applied) {
+func decodeSlotV2(b []byte) (markerState, uint64, bool) {
+	be := binary.BigEndian
+	if be.Uint32(b) != markerMagic || be.Uint16(b[4:]) != markerV2 {
+		return markerState{}, 0, false
+	}
+	if crc32.Checksum(b[:124], castagnoli) != be.Uint32(b[124:]) {
+		return markerState{}, 0, false
+	}
+	st := markerState{Cur: getApplied(b[16:]), Floor: getApplied(b[56:]), DigestKnown: be.Uint16(b[6:])&1 != 0}
+	return st, be.Uint64(b[8:]), true
+}
+
+func getApplied(b []byte) applied {
+	be := binary.BigEndian
+	return applied{Index: be.Uint64(b), Term: be.Uint64(b[8:]), End: int64(be.Uint64(b[16:])), MetaIndex: be.Uint64(b[24:]), Digest: be.Uint64(b[32:])}
+}
+
+func putApplied(b []byte, a applied) {
+	be := binary.BigEndian
+	be.PutUint64(b, a.Index)
+	be.PutUint64(b[8:], a.Term)
+	be.PutUint64(b[16:], uint64(a.End))
+	be.PutUint64(b[24:], a.MetaIndex)
+	be.PutUint64(b[32:], a.Digest)
+}
+
+func encodeSlotV2(b []byte, seq uint64, st markerState) {
 	be := binary.BigEndian
 	clear(b[:markerSlotSize])
 	be.PutUint32(b, markerMagic)
-	be.PutUint16(b[4:], markerVersion)
+	be.PutUint16(b[4:], markerV2)
+	if st.DigestKnown {
+		be.PutUint16(b[6:], 1)
+	}
 	be.PutUint64(b[8:], seq)
-	be.PutUint64(b[16:], a.Index)
-	be.PutUint64(b[24:], a.Term)
-	be.PutUint64(b[32:], uint64(a.End))
-	be.PutUint64(b[40:], a.MetaIndex)
-	be.PutUint32(b[60:], crc32.Checksum(b[:60], castagnoli))
+	putApplied(b[16:], st.Cur)
+	putApplied(b[56:], st.Floor)
+	be.PutUint32(b[124:], crc32.Checksum(b[:124], castagnoli))
 }
 
-// write records a in the slot the newest one is not in. It does not sync.
-func (mk *marker) write(a applied) {
+// errMarkerClosed: the marker was closed (the store it describes was closed or replaced).
+var errMarkerClosed = errors.New("fsm marker: closed")
+
+// writeSync records st in the slot the newest one is not in and makes it durable. The caller
+// must have made st.Cur's commitlog bytes (and st.Floor's whole store) durable first. A state
+// older than the newest written is not written: the marker never moves back.
+func (mk *marker) writeSync(st markerState) error {
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if mk.closed {
+		return errMarkerClosed
+	}
+	if mk.written && st.Cur.Index < mk.last.Cur.Index {
+		return nil
+	}
+	if st.Floor.Index < mk.last.Floor.Index {
+		st.Floor = mk.last.Floor
+	}
 	mk.seq++
 	i := int(mk.seq % 2)
-	encodeSlot(mk.b[i*markerSlotSize:], mk.seq, a)
-}
-
-// sync makes the marker durable.
-func (mk *marker) sync() error {
-	if err := mk.m.Sync(0, 2*markerSlotSize); err != nil {
+	encodeSlotV2(mk.b[i*markerSlotSize:], mk.seq, st)
+	if err := mk.m.Sync(i*markerSlotSize, markerSlotSize); err != nil {
 		return fmt.Errorf("fsm marker: %w", err)
 	}
+	mk.last, mk.written = st, true
 	return nil
 }
 
-func (mk *marker) close() error { return mk.m.Close() }
+// state returns what the newest slot holds, and whether this version wrote it (false: nothing,
+// or a version-1 slot).
+func (mk *marker) state() (markerState, bool) {
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	return mk.last, mk.written
+}
+
+func (mk *marker) close() error {
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if mk.closed {
+		return nil
+	}
+	mk.closed = true
+	return mk.m.Close()
+}

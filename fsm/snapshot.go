@@ -92,6 +92,7 @@ type snapshot struct {
 	store *storage.Store
 	fsm   *FSM // whose marker Persist syncs, after the store, before writing the reference
 	hdr   snapHeader
+	point applied // the applied state the snapshot captures: the marker's floor once persisted
 	man   storage.Manifest
 	meta  []MetaFile
 }
@@ -115,11 +116,14 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 			return nil, fmt.Errorf("fsm snapshot: metadata: %w", err)
 		}
 	}
+	if f.dig.known {
+		meta = append(meta, encodeDigestFile(f.cur.Index, f.dig.sum))
+	}
 	hdr := snapHeader{
 		Index: f.cur.Index, Term: f.cur.Term, Min: man.CommitLogMin, End: man.CommitLogEnd,
 		MetaIndex: f.metaThrough, MetaFiles: uint32(len(meta)), StoreFiles: uint32(len(man.Files)),
 	}
-	return &snapshot{log: f.log, store: f.store, fsm: f, hdr: hdr, man: man, meta: meta}, nil
+	return &snapshot{log: f.log, store: f.store, fsm: f, hdr: hdr, man: man, meta: meta, point: f.cur}, nil
 }
 
 // Persist writes a reference snapshot to sink, then closes it (or cancels it on error): the
@@ -150,7 +154,7 @@ func (s *snapshot) writeRef(w io.Writer) (int64, error) {
 	if err := s.store.Flush(); err != nil {
 		return 0, fmt.Errorf("fsm snapshot: %w", err)
 	}
-	if err := s.fsm.syncMarker(s.store); err != nil {
+	if err := s.fsm.syncApplied(s.store, s.point); err != nil {
 		return 0, fmt.Errorf("fsm snapshot: %w", err)
 	}
 	bw := bufio.NewWriter(w)
@@ -236,16 +240,6 @@ func (f *FSM) ExpandSnapshot(rc io.ReadCloser, size int64) (io.ReadCloser, int64
 		pw.CloseWithError(err)
 	}()
 	return pr, s.streamSize(), nil
-}
-
-// syncMarker syncs the applied marker of st, unless a restore has replaced st since.
-func (f *FSM) syncMarker(st *storage.Store) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.store != st || f.mk == nil {
-		return fmt.Errorf("the store was replaced")
-	}
-	return f.mk.sync()
 }
 
 // streamSize is the length of the full stream write produces.
@@ -430,6 +424,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	meta, dig, err := splitDigestFile(meta, hdr.Index)
+	if err != nil {
+		return err
+	}
 	if f.store != nil && hdr.Index <= f.cur.Index && hdr.End <= f.cur.End {
 		f.log.Info("snapshot is not ahead of the local store; keeping the store, restoring metadata", "snapshotIndex", hdr.Index, "appliedIndex", f.cur.Index)
 		return f.restoreMeta(meta, hdr.MetaIndex)
@@ -441,7 +439,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.log.Info("restoring store from snapshot", "snapshotIndex", hdr.Index, "appliedIndex", f.cur.Index, "commitLogEnd", hdr.End, "files", hdr.StoreFiles)
 	began := time.Now()
-	if err := f.stage(br, hdr); err != nil {
+	if err := f.stage(br, hdr, dig); err != nil {
 		if rerr := f.removeIfExists(f.staging); rerr != nil {
 			f.log.Warn("removing a failed restore", "error", rerr)
 		}
@@ -496,7 +494,7 @@ func (f *FSM) restoreMeta(meta []MetaFile, through uint64) error {
 
 // stage writes the snapshot's store files, checkpoint and marker into the staging directory,
 // and marks it complete last.
-func (f *FSM) stage(r io.Reader, hdr snapHeader) error {
+func (f *FSM) stage(r io.Reader, hdr snapHeader, dig *uint64) error {
 	if err := f.removeIfExists(f.staging); err != nil {
 		return err
 	}
@@ -533,8 +531,12 @@ func (f *FSM) stage(r io.Reader, hdr snapHeader) error {
 	if err != nil {
 		return err
 	}
-	mk.write(applied{Index: hdr.Index, Term: hdr.Term, End: hdr.End})
-	err = errors.Join(mk.sync(), mk.close())
+	a := applied{Index: hdr.Index, Term: hdr.Term, End: hdr.End, MetaIndex: hdr.MetaIndex}
+	if dig != nil {
+		a.Digest = *dig
+	}
+	// The installer synced every file: the restored state is the new floor.
+	err = errors.Join(mk.writeSync(markerState{Cur: a, Floor: a, DigestKnown: dig != nil}), mk.close())
 	if err != nil {
 		return err
 	}

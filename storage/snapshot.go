@@ -317,6 +317,22 @@ func (in *Installer) Finish(commitLogMin, commitLogEnd int64) error {
 	return nil
 }
 
+// FlushCommitLog makes the commitlog durable at least up to end (one flush round of everything
+// written so far, unless it already is). The Raft state machine calls it before it records
+// that far as applied.
+func (s *Store) FlushCommitLog(end int64) error {
+	if s.cl.flushed.Load() >= end {
+		return nil
+	}
+	if err := s.flushCommitLog(); err != nil {
+		return fmt.Errorf("flush commitlog to %d: %w", end, err)
+	}
+	if f := s.cl.flushed.Load(); f < end {
+		return fmt.Errorf("flush commitlog to %d: flushed only to %d", end, f)
+	}
+	return nil
+}
+
 // Flush makes everything appended so far durable: the commitlog, then the consume queues,
 // index and checkpoint.
 func (s *Store) Flush() error {
