@@ -269,6 +269,11 @@ var raftStatusCommand = &command{
 				if perr := tb.write(t.cfg.Out); perr != nil {
 					return perr
 				}
+				for _, n := range g.Nodes {
+					if n.Status != nil && n.Status.Diverged != nil {
+						t.warnf("%s node %s: DIVERGED, it serves nothing and must be rebuilt from its group: %s", g.BrokerName, n.Status.NodeID, n.Status.Diverged.Message)
+					}
+				}
 			}
 			return err
 		}

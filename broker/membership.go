@@ -100,6 +100,8 @@ type memberWatch struct {
 
 	removedAt      time.Time
 	reUnregistered bool
+
+	divergedHandled bool // watchDiverged took this node out
 }
 
 func newMemberWatch(b *Broker) *memberWatch {
@@ -112,6 +114,10 @@ func (b *Broker) watchMembership(w *memberWatch, now time.Time) {
 		return
 	}
 	w.next = now.Add(membershipCheckInterval)
+	b.watchDiverged(w)
+	if w.divergedHandled {
+		return
+	}
 	m := b.raft.node.Membership()
 	b.checkRemoved(w, m, now)
 	b.logCatchUp(w, m, now)
@@ -263,7 +269,7 @@ func (b *Broker) preferredLeaderLoop() {
 		case <-t.C:
 		}
 		next := preferredCheckInterval
-		if b.role.get() != roleLeader || b.raft.removed.Load() {
+		if b.role.get() != roleLeader || b.raft.excluded() {
 			healthy = 0
 			t.Reset(next)
 			continue

@@ -54,6 +54,8 @@ var (
 	descRaftChanges    = metrics.Desc(metrics.RaftLeaderChanges, "Leaders this node learned of since it started (the first included).", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
 	descRaftFailover   = metrics.Desc(metrics.RaftLastFailover, "How long in ms the group was without a leader the last time it lost one, as this node saw it (0 before any).", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
 	descRaftLeaderless = metrics.Desc(metrics.RaftLeaderlessSince, "Unix ms since which this node sees no leader; 0 while one is known.", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
+	descRaftDiverged   = metrics.Desc(metrics.RaftDiverged, "1 once a digest check found that this replica applied other entries than its leader: it stopped serving and must be rebuilt from its group.", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
+	descRaftChecked    = metrics.Desc(metrics.RaftDigestChecked, "The last Raft index whose digest a check confirmed equal to the leader's on this node.", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
 	descRaftApply      = metrics.Desc(metrics.RaftApplyLatency, "Time in ms from proposing a send's records to their being applied on the leader.", metrics.LabelRaftGroup, metrics.LabelRaftPeer)
 )
 
@@ -71,7 +73,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descThroughputOut, descDLQ, descLagMessages, descLagLatency, descPermission, descTopics, descGroups,
 		descStorageSize, descFlushBehind, descDispatchBehind, descReserveTime, descDiskUsed, descDiskMax, descDiskFull,
 		descRaftTerm, descRaftCommit, descRaftApplied, descRaftLastLog, descRaftState, descRaftChanges,
-		descRaftFailover, descRaftLeaderless, descRaftApply} {
+		descRaftFailover, descRaftLeaderless, descRaftApply, descRaftDiverged, descRaftChecked} {
 		ch <- d
 	}
 }
@@ -250,6 +252,12 @@ func (c *brokerCollector) collectRaft(e metrics.Emitter) {
 		since = ls.LeaderlessSince.UnixMilli()
 	}
 	e.Gauge(descRaftLeaderless, float64(since), g, p)
+	diverged := 0.0
+	if c.b.raft.fsm.Diverged() != nil {
+		diverged = 1
+	}
+	e.Gauge(descRaftDiverged, diverged, g, p)
+	e.Gauge(descRaftChecked, float64(c.b.raft.fsm.CheckedIndex()), g, p)
 	if c.m.apply != nil {
 		e.Histogram(descRaftApply, c.m.apply, g, p)
 	}

@@ -87,6 +87,18 @@ func (b *Broker) raftStatus() protocol.RaftStatus {
 	for _, p := range st.Configuration {
 		rs.Peers = append(rs.Peers, protocol.RaftPeer{ID: p.ID, Addr: p.Addr, Suffrage: p.Suffrage})
 	}
+	if idx, sum, ok := b.raft.fsm.Digest(); ok {
+		rs.DigestIndex, rs.Digest = idx, fmt.Sprintf("%016x", sum)
+	}
+	rs.DigestCheckedIndex = b.raft.fsm.CheckedIndex()
+	if d := b.raft.fsm.Diverged(); d != nil {
+		rs.Role = protocol.RaftDiverged
+		rs.Diverged = &protocol.RaftDivergence{
+			Index: d.Index, CheckIndex: d.CheckIndex, CheckTerm: d.CheckTerm,
+			LocalDigest: fmt.Sprintf("%016x", d.LocalDigest), LeaderDigest: fmt.Sprintf("%016x", d.LeaderDigest),
+			Message: d.String(), At: d.At.UnixMilli(),
+		}
+	}
 	return rs
 }
 

@@ -118,6 +118,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 	}
 	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
+	go rg.proposeDigestChecks(logger)
 	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{
 		MaxBytes:    int(cfg.DLegerBatchMaxBytes),
 		MaxItems:    int(cfg.DLegerBatchMaxItems),

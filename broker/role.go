@@ -47,7 +47,7 @@ func (b *Broker) watchRole() {
 		case <-b.stop:
 			return
 		case leader := <-changes:
-			if !leader && b.raft.removed.Load() {
+			if !leader && b.raft.excluded() {
 				continue // a removed node stays unregistered
 			}
 			next = roleFollower
@@ -56,7 +56,7 @@ func (b *Broker) watchRole() {
 			}
 		case now := <-tick.C:
 			b.watchMembership(members, now)
-			if b.role.get() != roleUnknown || b.raft.removed.Load() {
+			if b.role.get() != roleUnknown || b.raft.excluded() {
 				continue
 			}
 			id, _ := b.raft.node.Leader()
@@ -114,7 +114,7 @@ func (b *Broker) writable() (ok bool, remark string) {
 	if b.raft == nil || b.role.get() == roleLeader {
 		return true, ""
 	}
-	if b.raft.removed.Load() {
+	if b.raft.excluded() {
 		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " was removed from the Raft group"
 	}
 	id, addr := b.raft.node.Leader()

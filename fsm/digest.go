@@ -149,6 +149,9 @@ func (f *FSM) Digest() (index, digest uint64, ok bool) {
 	return f.dig.index, f.dig.sum, f.dig.known
 }
 
+// CheckedIndex is the last index a digest check confirmed on this node (0: none yet).
+func (f *FSM) CheckedIndex() uint64 { return f.checked.Load() }
+
 // Diverged returns the divergence this replica found, or nil.
 func (f *FSM) Diverged() *Divergence { return f.divergence.Load() }
 

@@ -84,6 +84,9 @@ func (r *storeRef) holders() int64 { return r.refs.Load() - retiring }
 //
 // The fast path is an atomic load and two atomic adds (one in release), without allocation.
 func (f *FSM) Acquire(ctx context.Context) (s *storage.Store, release func(), err error) {
+	if d := f.divergence.Load(); d != nil {
+		return nil, nil, fmt.Errorf("%w: %s; it serves no reads", ErrDiverged, d)
+	}
 	for {
 		r := f.current.Load()
 		if r == nil {

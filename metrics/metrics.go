@@ -91,6 +91,8 @@ const (
 	RaftApplyLatency    = "rocketmq_raft_apply_latency"           // ours: ms, proposal to applied on the leader
 	RaftLastFailover    = "rocketmq_raft_last_failover_duration"  // ours: ms
 	RaftLeaderlessSince = "rocketmq_raft_leaderless_since_unixms" // ours: 0 while a leader is known
+	RaftDiverged        = "rocketmq_raft_replica_diverged"        // ours: 1 once a digest check failed on this node
+	RaftDigestChecked   = "rocketmq_raft_digest_checked_index"    // ours: the last index a digest check confirmed
 
 	NamesrvClusters     = "rocketmq_namesrv_clusters"      // ours
 	NamesrvBrokerGroups = "rocketmq_namesrv_broker_groups" // ours: broker names

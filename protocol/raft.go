@@ -30,8 +30,28 @@ type RaftStatus struct {
 	LeaderAddr       string `json:"leaderAddr"` // the leader's Raft address
 	// Peers is the latest Raft configuration (possibly not yet committed).
 	Peers []RaftPeer `json:"peers"`
+	// DigestIndex and Digest: the running digest of the entries this node applied, through
+	// DigestIndex (hex; "" while unknown); DigestCheckedIndex: the last index a digest check
+	// confirmed equal to the leader's. Diverged is set once a check failed: the node has
+	// stopped applying and serving, and Role is "diverged".
+	DigestIndex        uint64          `json:"digestIndex"`
+	Digest             string          `json:"digest"`
+	DigestCheckedIndex uint64          `json:"digestCheckedIndex"`
+	Diverged           *RaftDivergence `json:"diverged,omitempty"`
 	// Timestamp is when the node took this status, ms since the epoch.
 	Timestamp int64 `json:"timestamp"`
+}
+
+// RaftDivergence is a failed digest check: at Index this node's digest is LocalDigest, the
+// leader's (carried by the check entry at CheckIndex, term CheckTerm) is LeaderDigest.
+type RaftDivergence struct {
+	Index        uint64 `json:"index"`
+	CheckIndex   uint64 `json:"checkIndex"`
+	CheckTerm    uint64 `json:"checkTerm"`
+	LocalDigest  string `json:"localDigest"`
+	LeaderDigest string `json:"leaderDigest"`
+	Message      string `json:"message"`
+	At           int64  `json:"at"` // ms since the epoch
 }
 
 // RaftPeer is one member of a Raft configuration.
@@ -47,4 +67,5 @@ const (
 	RaftFollower  = "follower"
 	RaftCandidate = "candidate"
 	RaftShutdown  = "shutdown"
+	RaftDiverged  = "diverged" // a digest check failed: see RaftStatus.Diverged
 )
