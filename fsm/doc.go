@@ -33,6 +33,9 @@
 // in-flight table, broker/pop). "now" is the leader's clock at proposal time; it is the only time an
 // op may use. Unknown members are rejected, so an entry from a newer version is not half applied.
 //
+// KindDigestCheck (5): a leader's digest of what it applied, checked by every replica (layout and
+// behaviour in digest.go).
+//
 // KindScheduleDeliver (4): one step of the broker's delay scheduler, laid out in
 // EncodeScheduleDeliver's doc: a delay level, the range [from, to) of its SCHEDULE_TOPIC_XXXX
 // queue the step consumes, and the due messages re-encoded for their real topics. Apply is a
@@ -64,42 +67,60 @@
 // # Exactly once across crashes: the applied marker
 //
 // Raft (hashicorp/raft) re-applies every entry after its last snapshot when a node restarts,
-// and a kill -9 can leave the memory-mapped commitlog ahead of anything the FSM recorded. After
-// each entry that changes the store, the FSM writes a small marker into a mapped file in the
-// store root, raftapplied (4 KiB; two 64-byte slots written alternately, the valid slot with
-// the higher sequence wins, so a torn write leaves the previous one):
+// and a kill -9 can leave the memory-mapped commitlog ahead of anything the FSM recorded. The FSM
+// records how far its store is in a small marker file in the store root, raftapplied (4 KiB; two
+// 128-byte slots written alternately, the valid slot with the higher sequence wins, so a torn
+// write leaves the previous one):
 //
 //	offset  size  field
 //	0       4     magic 0x52524D4B ("RRMK")
-//	4       2     version = 1
-//	6       2     zero
+//	4       2     version = 2
+//	6       2     flags: bit 0 = the digests below are known
 //	8       8     sequence number of this write
-//	16      8     applied index: Raft index of the last entry whose effects are in the store
-//	24      8     its term
-//	32      8     commitlog end offset right after that entry
-//	40      8     Raft index of the last metadata entry applied (diagnostics)
-//	48      12    zero
-//	60      4     CRC-32C of bytes 0..59
+//	16      40    applied: the durable applied state (below)
+//	56      40    floor: the latest applied state a full store flush made durable before a
+//	              snapshot named it (Persist), a topic deletion, or a restore installed it
+//	96      28    zero
+//	124     4     CRC-32C of bytes 0..123
 //
-// The marker is not synced per entry (the Raft log is the durable copy of every entry). New
-// opens the store with storage.Config.Truncate set to the marker's end offset: recovery cuts
+//	applied state: index (8) of the last entry whose effects are in the store, its term (8),
+//	commitlog end offset right after it (8), index of the last metadata entry applied (8),
+//	running digest of the entries through index (8, see digest.go)
+//
+// Version 1 (64-byte slots at 0 and 64, no digest, no floor) is still read; the first version-2
+// write goes to the slot at 128, which does not overlap them.
+//
+// Ordering: the marker is written only with a state whose commitlog bytes are already durable,
+// and synced at once. Apply only updates the state in memory; syncLoop, every
+// Config.MarkerSyncInterval (1 s), captures it, flushes the commitlog to its end
+// (storage.Store.FlushCommitLog) and then writes and syncs the marker; Persist, topic deletions
+// and Close do the same. Whatever the kernel writes back of the marker page, and whichever
+// unsynced pages of any file a power loss keeps or drops, the marker on disk therefore never
+// names bytes the commitlog on disk lacks. (Earlier versions wrote the mapped marker per entry
+// and synced it at snapshots after flushing the store while apply went on: the synced marker could
+// name entries whose bytes were still unsynced, and a power loss left a node that refused to
+// start.) The interval bounds what a node replays after a power loss to about a second of
+// entries.
+//
+// New opens the store with storage.Config.Truncate set to the marker's end offset: recovery cuts
 // the commitlog back to it, with the consume-queue units and index entries of the records it
 // removes, and Apply skips message entries whose index is at or below the marker's. Entries
 // after the marker are therefore applied again by Raft's replay onto exactly the state they
 // were first applied to, and write the same bytes.
 //
-// After a kill -9 every write survives in the page cache, so the commitlog is at or ahead of
-// the marker. After a power loss either may have lost unsynced pages: if the commitlog still
-// reaches the marker's end, truncation works as above; if it is shorter than the marker says
-// (storage.ErrTruncateBeyondEnd), the node cannot know which entries its store holds and New
-// fails with ErrStoreBehindMarker, whose message says to rebuild the node from its group
-// (removePeer, delete its data directory, restart it with dLegerJoin and addPeer: the leader sends
-// a snapshot). Its own snapshots cannot rebuild it: they name store files, they do not hold them.
+// A store shorter than the marker's end (storage.ErrTruncateBeyondEnd) lost bytes it had synced,
+// which the ordering above rules out unless the disk lies; the node still does not refuse to
+// start: it truncates to the marker's floor and restarts from there (the floor's index is at or
+// after the latest snapshot's, whose Persist made it durable, so Raft's log holds every entry
+// after it, and Raft's start-up Restore of that snapshot finds the store not behind it). Only a
+// store shorter than even the floor fails New with ErrStoreBehindMarker, whose message says to
+// rebuild the node from its group (removePeer, delete its data directory, restart it with
+// dLegerJoin and addPeer: the leader sends a snapshot).
 //
 // The one store change a truncation cannot undo is a topic deletion (its consume queues are
 // removed; later records of the topic restart at queue offset 0). Before deleting, Apply
-// flushes the commitlog and syncs the marker, and syncs it again after, so the marker never
-// falls back before a deletion.
+// flushes the store and writes the marker with the floor at the current state, and again after,
+// so neither the marker nor the floor falls back before a deletion.
 //
 // # Metadata exactly once
 //
