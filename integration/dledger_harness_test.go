@@ -32,10 +32,12 @@ func startRaftGroup(t testing.TB, ns *namesrv, n int, opts ...brokerOpt) *raftGr
 	g := &raftGroup{ns: ns, name: uniq("raftgroup")}
 	peers := make([]string, n)
 	for i := range n {
-		peers[i] = fmt.Sprintf("n%d-127.0.0.1:%d", i, freePort(t))
+		ip, _ := brokerHost(i)
+		peers[i] = fmt.Sprintf("n%d-%s:%d", i, ip, freePort(t))
 	}
 	for i := range n {
 		b, dir := newRaftBroker(t, g)
+		b.placeOn(brokerHost(i))
 		b.props["dLegerPeers"] = strings.Join(peers, ";")
 		b.props["dLegerSelfId"] = fmt.Sprintf("n%d", i)
 		g.nodes = append(g.nodes, b.launch(t, dir, opts...))
@@ -83,6 +85,7 @@ func (b *broker) launch(t testing.TB, dir string, opts ...brokerOpt) *broker {
 		args:    []string{"-c", b.configPath},
 		env:     []string{"HOME=" + dir},
 		logPath: filepath.Join(dir, "mqbroker.log"),
+		netns:   b.netns,
 	}
 	b.start(t)
 	register(t, b.proc)

@@ -44,6 +44,10 @@ func TestMain(m *testing.M) {
 	}
 	rlog.SetLogLevel("error")
 
+	if err := loadLabHosts(); err != nil {
+		fmt.Fprintln(os.Stderr, "integration:", err)
+		os.Exit(1)
+	}
 	if d := os.Getenv("RR_BIN_DIR"); d != "" {
 		binDir = d
 		os.Exit(m.Run())
@@ -142,6 +146,7 @@ type proc struct {
 	args    []string
 	env     []string
 	logPath string
+	netns   string // run inside this network namespace (lab placement, labhosts_test.go)
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -162,6 +167,10 @@ func (p *proc) start(t testing.TB) {
 	p.runs++
 	fmt.Fprintf(f, "==== run %d: %s %s\n", p.runs, p.bin, strings.Join(p.args, " "))
 	cmd := exec.Command(p.bin, p.args...)
+	if p.netns != "" {
+		// ip netns exec enters the namespace and execs the program: the PID is the program's.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, p.bin}, p.args...)...)
+	}
 	cmd.Env = append(os.Environ(), p.env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
@@ -297,13 +306,15 @@ func startNamesrv(t testing.TB, extraArgs ...string) *namesrv {
 	dir := t.TempDir()
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+		ip, netns := namesrvHost()
+		addr := ip + ":" + strconv.Itoa(freePort(t))
 		n := &namesrv{addr: addr, proc: &proc{
 			name:    "mqnamesrv",
 			bin:     filepath.Join(binDir, "mqnamesrv"),
 			args:    append([]string{"--listen", addr}, extraArgs...),
 			env:     []string{"HOME=" + dir},
 			logPath: filepath.Join(dir, fmt.Sprintf("mqnamesrv-%d.log", attempt)),
+			netns:   netns,
 		}}
 		n.start(t)
 		register(t, n.proc)
@@ -351,6 +362,7 @@ type broker struct {
 	props      map[string]string // written to the -c file
 	flags      map[string]string // passed as --key=value
 	configPath string
+	netns      string // the network namespace it runs in ("": the test's own)
 }
 
 // brokerOpt adjusts the configuration of a broker before it starts.
