@@ -48,11 +48,14 @@ func (rg *raftGroup) proposeDigestChecks(logger hclog.Logger) {
 		ctx, cancel := context.WithTimeout(rg.readCtx, digestCheckInterval)
 		_, err := rg.node.Apply(ctx, data)
 		cancel()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			logger.Debug("digest check not committed", "index", idx, "error", err)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				logger.Debug("digest check not committed", "index", idx, "error", err)
+			}
 			continue
 		}
-		last = idx
+		// The check is applied now; an idle group proposes no more until something else is.
+		last, _, _ = rg.fsm.Digest()
 	}
 }
 

@@ -59,7 +59,7 @@ func BenchmarkBatcherOptions(b *testing.B) {
 	}
 }
 
-func benchGroupCommit(b *testing.B, mod func(*Config), opts BatchOptions, submitters, size int) {
+func benchGroupCommit(b *testing.B, mod func(*Config), opts BatchOptions, submitters, size int) *cluster {
 	b.StopTimer()
 	c := newCluster(b, 3, mod, func() raft.FSM { return &countFSM{} })
 	lead := c.leader(10 * time.Second)
@@ -123,6 +123,7 @@ func benchGroupCommit(b *testing.B, mod func(*Config), opts BatchOptions, submit
 	}
 	st := bt.Stats()
 	b.ReportMetric(float64(st.Items)/float64(max(st.Entries, 1)), "msgs/entry")
+	return c
 }
 
 // countFSM counts messages and keeps nothing else.

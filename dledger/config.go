@@ -81,6 +81,11 @@ type Config struct {
 	SerialLeaderWrite bool `json:"dLegerSerialLeaderWrite"`
 
 	walVFS walTypes.VFS // tests: raft-wal's file system under the deferred fsyncs (nil: the real one)
+	// Benchmarks only: heartbeatFastPath installs hashicorp/raft's heartbeat fast path (what
+	// raftTransport refuses), to measure against; onHeartbeat is told each heartbeat's round trip
+	// as this node's leader loop sees it.
+	heartbeatFastPath bool
+	onHeartbeat       func(time.Duration)
 
 	Logger hclog.Logger `json:"-"`
 
