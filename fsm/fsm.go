@@ -276,8 +276,7 @@ func (f *FSM) open() error {
 		if st, err = storage.Open(cfg); err == nil {
 			a = ms.Floor
 			ms = markerState{Cur: a, Floor: a, DigestKnown: ms.DigestKnown}
-			mk.last.Cur.Index = 0 // let the older state be written
-			if err = mk.writeSync(ms); err != nil {
+			if err = mk.rewind(ms); err != nil {
 				st.Close()
 			}
 		}

@@ -159,6 +159,21 @@ func (mk *marker) writeSync(st markerState) error {
 	if st.Floor.Index < mk.last.Floor.Index {
 		st.Floor = mk.last.Floor
 	}
+	return mk.writeSyncLocked(st)
+}
+
+// rewind records st even though it is older than the newest slot: the store was truncated back
+// to it (see FSM.open). The caller must have made st's whole store durable.
+func (mk *marker) rewind(st markerState) error {
+	mk.mu.Lock()
+	defer mk.mu.Unlock()
+	if mk.closed {
+		return errMarkerClosed
+	}
+	return mk.writeSyncLocked(st)
+}
+
+func (mk *marker) writeSyncLocked(st markerState) error {
 	mk.seq++
 	i := int(mk.seq % 2)
 	encodeSlotV2(mk.b[i*markerSlotSize:], mk.seq, st)
