@@ -459,29 +459,12 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 // their base offsets) and returns the bytes compared.
 func compareCommitLogPrefix(t testing.TB, ref, b *broker, limit int64) int64 {
 	t.Helper()
-	entries, err := os.ReadDir(commitLogDir(b))
+	at, name, compared, err := firstDifference(b, ref, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var compared int64
-	for _, e := range entries {
-		base, err := strconv.ParseInt(e.Name(), 10, 64)
-		if err != nil || base >= limit {
-			continue
-		}
-		mine, err := os.ReadFile(filepath.Join(commitLogDir(b), e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs, err := os.ReadFile(filepath.Join(commitLogDir(ref), e.Name()))
-		if err != nil {
-			t.Fatalf("%s has commitlog file %s, %s has not: %v", b.proc.name, e.Name(), ref.proc.name, err)
-		}
-		n := min(int64(len(mine)), int64(len(theirs)), limit-base)
-		if !bytes.Equal(mine[:n], theirs[:n]) {
-			t.Fatalf("commitlog %s differs between %s and %s within the first %d bytes", e.Name(), ref.proc.name, b.proc.name, n)
-		}
-		compared += n
+	if at >= 0 {
+		t.Fatalf("commitlog %s differs between %s and %s at byte %d (within the first %d bytes of data)", name, ref.proc.name, b.proc.name, at, limit)
 	}
 	if compared < limit {
 		t.Fatalf("compared %d bytes of %s's commitlog, its data ends at %d", compared, b.proc.name, limit)

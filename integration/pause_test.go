@@ -92,7 +92,7 @@ func divergence(g *raftGroup) (string, error) {
 	// Bytes below each node's reported end were written before it was reported: stable to read.
 	ref := g.nodes[0]
 	for _, b := range g.nodes[1:] {
-		if at, name, err := firstDifference(ref, b, limit); err != nil {
+		if at, name, _, err := firstDifference(ref, b, limit); err != nil {
 			return "", err
 		} else if at >= 0 {
 			return fmt.Sprintf("commitlog %s differs between %s and %s at byte %d (common applied prefix %d bytes)", name, ref.proc.name, b.proc.name, at, limit), nil
@@ -101,12 +101,13 @@ func divergence(g *raftGroup) (string, error) {
 	return "", nil
 }
 
-// firstDifference compares a's and b's commitlogs over [0, limit): the offset within the first
-// differing file and its name, or -1.
-func firstDifference(a, b *broker, limit int64) (int64, string, error) {
+// firstDifference compares a's and b's commitlogs over [0, limit), file by file (a file's name is
+// its base offset): the offset within the first differing file and its name, or -1; and the
+// bytes compared. A file of a's that b lacks is an error.
+func firstDifference(a, b *broker, limit int64) (at int64, name string, compared int64, err error) {
 	entries, err := os.ReadDir(commitLogDir(a))
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
 	for _, e := range entries {
 		base, err := strconv.ParseInt(e.Name(), 10, 64)
@@ -115,11 +116,11 @@ func firstDifference(a, b *broker, limit int64) (int64, string, error) {
 		}
 		x, err := os.ReadFile(filepath.Join(commitLogDir(a), e.Name()))
 		if err != nil {
-			return 0, "", err
+			return 0, "", compared, err
 		}
 		y, err := os.ReadFile(filepath.Join(commitLogDir(b), e.Name()))
 		if err != nil {
-			return 0, "", fmt.Errorf("%s has commitlog file %s, %s has not: %w", a.proc.name, e.Name(), b.proc.name, err)
+			return 0, "", compared, fmt.Errorf("%s has commitlog file %s, %s has not: %w", a.proc.name, e.Name(), b.proc.name, err)
 		}
 		n := min(int64(len(x)), int64(len(y)), limit-base)
 		if !bytes.Equal(x[:n], y[:n]) {
@@ -127,10 +128,11 @@ func firstDifference(a, b *broker, limit int64) (int64, string, error) {
 			for at < n && x[at] == y[at] {
 				at++
 			}
-			return at, e.Name(), nil
+			return at, e.Name(), compared, nil
 		}
+		compared += n
 	}
-	return -1, "", nil
+	return -1, "", compared, nil
 }
 
 // TestChaosLeaderPause pauses the leader RR_PAUSES times under RR_PAUSE_PRODUCERS sync producers.
