@@ -123,7 +123,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
-	trans := raftTransport{NetworkTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat}
+	trans := raftTransport{NetworkTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport")}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
 		fsm, trans.t = durableFSM{FSM: fsm, t: tracker}, tracker

@@ -19,6 +19,10 @@ const (
 	transportTimeout = 10 * time.Second
 )
 
+// pipelineStall is how long a pipelined AppendEntries may wait for room in the pipeline before
+// the pipeline is closed (see stallGuardPipeline).
+const pipelineStall = 5 * time.Second
+
 // streamLayer is raft.StreamLayer over TCP that advertises the configured peer address verbatim
 // (a host name stays a host name), where raft.NewTCPTransport insists on a resolved IP. Closing
 // it also closes the connections it accepted (the library leaves them to their readers), so a
@@ -136,6 +140,8 @@ type raftTransport struct {
 
 	fastPath    bool                // benchmarks: install the library's fast path after all
 	onHeartbeat func(time.Duration) // benchmarks: each heartbeat's round trip
+	log         hclog.Logger        // nil: silent
+	stall       time.Duration       // pipelineStall; tests shorten it
 }
 
 // SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
@@ -195,18 +201,45 @@ func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 
 func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil || c.t == nil {
+	if err != nil {
 		return p, err
 	}
-	return clampPipeline{AppendPipeline: p, c: c}, nil
+	return guardedPipeline(p, c, target), nil
 }
 
-type clampPipeline struct {
+// guardedPipeline wraps a pipeline so that its AppendEntries carries the clamped commit index
+// and never waits for ever (stallGuardPipeline).
+func guardedPipeline(p raft.AppendPipeline, c raftTransport, target raft.ServerAddress) *stallGuardPipeline {
+	stall := c.stall
+	if stall <= 0 {
+		stall = pipelineStall
+	}
+	return &stallGuardPipeline{AppendPipeline: p, c: c, target: target, stall: stall}
+}
+
+// stallGuardPipeline closes a pipeline whose AppendEntries cannot hand a request over for
+// pipelineStall. hashicorp/raft's replication stops reading a pipeline's answers as soon as one
+// says the follower's term is newer or rejects the entries, but its sender may still be queueing
+// requests: once the pipeline's answer and in-flight queues are full, the sender blocks for ever,
+// never sees that it should stop, and Raft's Shutdown waits for it (seen: a node whose SIGTERM
+// never finished, its replication goroutine stuck a minute in the pipeline after a leader
+// pause). Closing the pipeline makes the blocked call fail; replication then stops or falls back
+// to plain AppendEntries, as after any pipeline error.
+type stallGuardPipeline struct {
 	raft.AppendPipeline
-	c raftTransport
+	c      raftTransport
+	target raft.ServerAddress
+	stall  time.Duration
 }
 
-func (p clampPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+func (p *stallGuardPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
 	p.c.clamp(req)
+	guard := time.AfterFunc(p.stall, func() {
+		if p.c.log != nil {
+			p.c.log.Warn("raft pipeline stalled; closing it", "peer", p.target, "waited", p.stall)
+		}
+		p.AppendPipeline.Close()
+	})
+	defer guard.Stop()
 	return p.AppendPipeline.AppendEntries(req, resp)
 }

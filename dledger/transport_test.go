@@ -3,6 +3,7 @@ package dledger
 import (
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -159,5 +160,62 @@ func TestHeartbeatsReachTheMainLoop(t *testing.T) {
 	var tr raft.Transport = raftTransport{NetworkTransport: inner} // what raft.NewRaft is given
 	if send(t, tr.SetHeartbeatHandler, tr.Consumer(), addr) {
 		t.Fatal("our transport ran the heartbeat on the fast-path handler; it must go to the main loop")
+	}
+}
+
+// stuckPipeline is a pipeline whose AppendEntries blocks until Close, as hashicorp/raft's does
+// once its queues are full and nobody reads its answers.
+type stuckPipeline struct {
+	closed chan struct{}
+	once   sync.Once
+	block  bool
+}
+
+func (p *stuckPipeline) AppendEntries(*raft.AppendEntriesRequest, *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	if !p.block {
+		return nil, nil
+	}
+	<-p.closed
+	return nil, raft.ErrPipelineShutdown
+}
+func (p *stuckPipeline) Consumer() <-chan raft.AppendFuture { return nil }
+func (p *stuckPipeline) Close() error {
+	p.once.Do(func() { close(p.closed) })
+	return nil
+}
+
+// TestStalledPipelineIsClosed: a pipelined AppendEntries that cannot hand its request over is
+// failed by closing the pipeline after the stall bound, so Raft's replication goroutine (and its
+// Shutdown) is never stuck behind it; one that returns in time leaves the pipeline open.
+func TestStalledPipelineIsClosed(t *testing.T) {
+	c := raftTransport{stall: 100 * time.Millisecond}
+	quick := &stuckPipeline{closed: make(chan struct{})}
+	if _, err := guardedPipeline(quick, c, "peer").AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-quick.closed:
+		t.Fatal("a pipeline whose AppendEntries returned in time was closed")
+	default:
+	}
+
+	stuck := &stuckPipeline{closed: make(chan struct{}), block: true}
+	began := time.Now()
+	done := make(chan error, 1)
+	go func() {
+		_, err := guardedPipeline(stuck, c, "peer").AppendEntries(&raft.AppendEntriesRequest{}, &raft.AppendEntriesResponse{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the stalled AppendEntries succeeded")
+		}
+		if d := time.Since(began); d < 100*time.Millisecond {
+			t.Fatalf("returned after %v, before the stall bound", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stalled pipelined AppendEntries was still blocked after 10 s")
 	}
 }
