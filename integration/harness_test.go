@@ -243,8 +243,13 @@ func (p *proc) stop() error {
 	if p.signalAndWait(syscall.SIGTERM, 15*time.Second) {
 		return nil
 	}
-	p.signalAndWait(syscall.SIGKILL, 10*time.Second)
-	return fmt.Errorf("%s did not exit within 15s of SIGTERM; killed", p.name)
+	// SIGQUIT makes a Go program print every goroutine's stack to its log and exit: what it
+	// was waiting for.
+	dumped := p.signalAndWait(syscall.SIGQUIT, 10*time.Second)
+	if !dumped {
+		p.signalAndWait(syscall.SIGKILL, 10*time.Second)
+	}
+	return fmt.Errorf("%s did not exit within 15s of SIGTERM; stopped with SIGQUIT (goroutine dump in %s: %v) or killed", p.name, p.logPath, dumped)
 }
 
 // kill is a crash: SIGKILL by PID and wait for the exit.

@@ -65,7 +65,10 @@ func mountLazyRoots(t testing.TB, n int) []*lazyRoot {
 
 func (r *lazyRoot) mount(t testing.TB) {
 	t.Helper()
-	fs, err := lazyfs.Mount(r.backing, r.mnt, lazyfs.Options{})
+	// A generous bound on unmounting: under make chaos the disk is kept busy by another test,
+	// and the FUSE server's handlers can wait seconds on the backing file system before they
+	// all return (5 s, lazyfs's default, was once too short there).
+	fs, err := lazyfs.Mount(r.backing, r.mnt, lazyfs.Options{UnmountWait: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("the power-loss lab cannot mount its FUSE file system (it needs root and /dev/fuse; in a container, --device /dev/fuse --cap-add SYS_ADMIN): %v", err)
 	}
