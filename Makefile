@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := mqnamesrv mqbroker mqadmin mqbench
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: all build test unit integration vet fmt-check run bench chaos clean
+.PHONY: all build test unit integration vet fmt-check run bench chaos proto clean
 
 all: build
 
@@ -77,6 +77,11 @@ chaos: build
 	echo; echo "==== chaos figures ===="; \
 	grep -E 'CHAOS|NEWNODE|kill [0-9]+/|follower kill:|minority left:|leader isolated:|pause [0-9]+/|power loss|^--- |^(ok|FAIL)' $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out $$out.rc; exit $$rc
+
+# proto regenerates proxy/rmqpb (Go stubs of RocketMQ 5's gRPC protocol) from
+# third_party/rocketmq-apis with pinned protoc and plugins (scripts/genproto.sh says how to install them).
+proto:
+	GO=$(GO) ./scripts/genproto.sh
 
 clean:
 	rm -rf $(BIN)
