@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -87,7 +88,29 @@ func Mount(backing, mountpoint string, opts Options) (*FS, error) {
 		return nil, fmt.Errorf("lazyfs: mount %s on %s (needs root and /dev/fuse): %w", backing, mountpoint, err)
 	}
 	f.server = server
+	closeFuseOnExec()
 	return f, nil
+}
+
+// closeFuseOnExec marks this process's descriptors of /dev/fuse close-on-exec. go-fuse's direct
+// mount opens the device without O_CLOEXEC, so every program a test starts afterwards (brokers,
+// name servers) would inherit the FUSE connection of each mount made before it; a lab that
+// starts and kills processes while mounts come and go then keeps connections alive in
+// unrelated processes.
+func closeFuseOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // checkDirs makes both paths absolute and checks that backing is a directory
