@@ -66,21 +66,21 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// build compiles the two daemons into dir.
+// build compiles the daemons into dir.
 func build(dir string) error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	cmd := exec.Command(goTool, "build", "-o", dir+string(os.PathSeparator),
-		"rocketraft/cmd/mqnamesrv", "rocketraft/cmd/mqbroker")
+		"rocketraft/cmd/mqnamesrv", "rocketraft/cmd/mqbroker", "rocketraft/cmd/mqproxy")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building mqnamesrv and mqbroker failed (%v):\n%s", err, out.String())
+		return fmt.Errorf("building mqnamesrv, mqbroker and mqproxy failed (%v):\n%s", err, out.String())
 	}
-	fmt.Fprintf(os.Stderr, "integration: built mqnamesrv and mqbroker in %v\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "integration: built mqnamesrv, mqbroker and mqproxy in %v\n", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -1,0 +1,12 @@
+// Package proxy is the stateless front of a rocketraft cluster for RocketMQ 5 clients: it serves
+// the gRPC MessagingService (rmqpb) and talks RocketMQ remoting to the brokers it finds through
+// the name servers, always to a group's current leader, so clients stay connected to the proxy
+// while groups fail over behind it.
+//
+// What it serves so far: QueryRoute (every queue of the topic's groups, reachable at the
+// proxy's own address), Heartbeat, Telemetry (settings answered, the stream kept open for the
+// client's life) and SendMessage of NORMAL messages (SEND_MESSAGE_V2 to the group's master; a
+// send that failed before it could reach a broker is retried once after a fresh route; one whose
+// outcome is unknown is reported as a failure, never as a success). The other RPCs answer gRPC
+// Unimplemented. It keeps no durable state.
+package proxy

@@ -1,0 +1,63 @@
+package proxy
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+
+	"rocketraft/proxy/rmqpb"
+	"rocketraft/remoting"
+)
+
+// Server is a running proxy: the gRPC listener and the remoting client to the cluster.
+type Server struct {
+	cfg  Config
+	ln   net.Listener
+	grpc *grpc.Server
+	cl   *remoting.Client
+	log  hclog.Logger
+	done chan error
+}
+
+// New listens on the gRPC port (port 0: a free one, see Addr) and starts serving.
+func New(cfg Config, log hclog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.GrpcServerPort)))
+	if err != nil {
+		return nil, fmt.Errorf("grpcServerPort %d: %w", cfg.GrpcServerPort, err)
+	}
+	s := &Server{cfg: cfg, ln: ln, log: log, done: make(chan error, 1)}
+	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting")})
+	m := &messaging{cfg: &s.cfg, cl: s.cl, log: log}
+	m.routes = newRouteCache(&s.cfg, s.cl)
+	s.grpc = grpc.NewServer()
+	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
+	go func() { s.done <- s.grpc.Serve(ln) }()
+	log.Info("proxy serving RocketMQ 5 gRPC", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr)
+	return s, nil
+}
+
+// Addr is the gRPC listener's address.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Close stops accepting, lets calls in flight finish for up to grace (streams are then cut), and
+// closes the connections to the brokers.
+func (s *Server) Close(grace time.Duration) error {
+	stopped := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(grace):
+		s.grpc.Stop()
+	}
+	return s.cl.Close()
+}
