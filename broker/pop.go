@@ -36,10 +36,10 @@ import (
 
 // POP request and response codes.
 const (
-	codePopMessage            int32 = 200050
-	codeAckMessage            int32 = 200051
-	codeChangeInvisibleTime   int32 = 200053
-	respPollingTimeout        int32 = 210
+	codePopMessage                  = remoting.PopMessage
+	codeAckMessage                  = remoting.AckMessage
+	codeChangeInvisibleTime         = remoting.ChangeMessageInvisibleTime
+	respPollingTimeout              = remoting.PollingTimeout
 	popMaxMsgNums                   = 32 // RocketMQ's limit per POP
 	popPollInterval                 = 50 * time.Millisecond
 	popForwardedPollLimit           = 3 * time.Second // under forwardTimeout

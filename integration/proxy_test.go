@@ -151,3 +151,75 @@ func TestProxyV5ProducerAcrossLeaderKill(t *testing.T) {
 		return nil
 	})
 }
+
+// TestProxyV5SimpleConsumer: through mqproxy, the official 5.x SimpleConsumer receives what the
+// 5.x producer sent to a three-node group (tag, keys, properties intact), acks it, and a message
+// whose invisibility it shortened with ChangeInvisibleDuration instead of acking is delivered
+// again with delivery attempt 2.
+func TestProxyV5SimpleConsumer(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	g := startRaftGroup(t, ns, 3)
+	g.waitMaster(t, 20*time.Second, nil)
+	topic, group := uniq("ProxyV5C"), uniq("GProxyV5")
+	sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	px := startProxy(t, ns)
+	c, err := rmq.NewSimpleConsumer(&rmq.Config{Endpoint: px.addr, ConsumerGroup: group, Credentials: &credentials.SessionCredentials{}},
+		rmq.WithAwaitDuration(3*time.Second), rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{topic: rmq.SUB_ALL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatalf("5.x simple consumer start through %s: %v", px.addr, err)
+	}
+	t.Cleanup(func() { _ = c.GracefulStop() })
+	receive := func() []*rmq.MessageView {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		mvs, _ := c.Receive(ctx, 16, 10*time.Second) // MESSAGE_NOT_FOUND is an error: nothing new
+		return mvs
+	}
+	receive() // the group starts where the queues end now (as Apache's proxy: initMode MAX)
+
+	p := newV5Producer(t, px.addr, topic)
+	const n = 20
+	for i := 0; i < n; i++ {
+		msg := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("c-%02d", i))}
+		msg.SetTag("TagC")
+		msg.SetKeys(fmt.Sprintf("ck-%d", i))
+		msg.AddProperty("seq", strconv.Itoa(i))
+		if _, err := p.Send(context.Background(), msg); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	got := map[string]int32{}
+	var retried string
+	deadline := time.Now().Add(60 * time.Second)
+	for (len(got) < n || got[retried] < 2) && time.Now().Before(deadline) {
+		for _, mv := range receive() {
+			body := string(mv.GetBody())
+			seq := mv.GetProperties()["seq"]
+			if mv.GetTag() == nil || *mv.GetTag() != "TagC" || len(mv.GetKeys()) != 1 || mv.GetKeys()[0] != "ck-"+seq || "c-"+fmt.Sprintf("%02s", seq) != body {
+				t.Fatalf("message %q: tag %v keys %v properties %v", body, mv.GetTag(), mv.GetKeys(), mv.GetProperties())
+			}
+			got[body] = max(got[body], mv.GetDeliveryAttempt())
+			if retried == "" {
+				retried = body // not acked: seen again after its invisibility runs out
+				if err := c.ChangeInvisibleDuration(mv, time.Second); err != nil {
+					t.Fatalf("ChangeInvisibleDuration: %v", err)
+				}
+				continue
+			}
+			if err := c.Ack(context.Background(), mv); err != nil {
+				t.Fatalf("ack %s: %v", body, err)
+			}
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("received %d of %d messages: %v", len(got), n, got)
+	}
+	if got[retried] != 2 {
+		t.Fatalf("%s, whose invisibility was shortened, was delivered %d time(s), want a second delivery (attempt 2)", retried, got[retried])
+	}
+	t.Logf("proxy: the 5.x simple consumer received all %d messages, %s again with delivery attempt 2 after ChangeInvisibleDuration", n, retried)
+}

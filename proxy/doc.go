@@ -5,8 +5,10 @@
 //
 // What it serves so far: QueryRoute (every queue of the topic's groups, reachable at the
 // proxy's own address), Heartbeat, Telemetry (settings answered, the stream kept open for the
-// client's life) and SendMessage of NORMAL messages (SEND_MESSAGE_V2 to the group's master; a
-// send that failed before it could reach a broker is retried once after a fresh route; one whose
-// outcome is unknown is reported as a failure, never as a success). The other RPCs answer gRPC
+// client's life), SendMessage of NORMAL messages (SEND_MESSAGE_V2 to the group's master; a send
+// that failed before it could reach a broker is retried once after a fresh route; one whose
+// outcome is unknown is reported as a failure, never as a success), and POP-based consumption:
+// ReceiveMessage (POP of all the group's queues, long-polled within the call's deadline, TAG
+// filters), AckMessage and ChangeInvisibleDuration (consume.go). The other RPCs answer gRPC
 // Unimplemented. It keeps no durable state.
 package proxy

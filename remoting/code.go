@@ -112,5 +112,14 @@ const (
 	ConsumerNotOnline         int32 = 206
 	ConsumeMsgTimeout         int32 = 207
 	NoMessage                 int32 = 208
+	PollingTimeout            int32 = 210 // a POP request arrived after its poll time
 	IllegalOperation          int32 = 604
+)
+
+// The POP family (RocketMQ 5.x consumption without client-side rebalance), served by brokers and
+// sent by the proxy.
+const (
+	PopMessage                 int32 = 200050
+	AckMessage                 int32 = 200051
+	ChangeMessageInvisibleTime int32 = 200053
 )
