@@ -6,6 +6,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +17,23 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// The official RocketMQ 5 Go client (v5.1.2) always dials TLS; the proxy serves plaintext gRPC
-// for now, so every client in these tests dials through this wrapper of the client's exported
-// connection hook.
+// The official RocketMQ 5 Go client (v5.1.2) always dials TLS. The proxy serves TLS and
+// plaintext on one port; most tests here dial plaintext through this wrapper of the client's
+// exported connection hook (as an application that turns TLS off would); addresses in tlsTargets
+// keep the client's own TLS dialing (TestProxyV5OverTLS).
+var tlsTargets sync.Map
+
 func init() {
 	dial := rmq.NewRpcClient
 	rmq.NewRpcClient = func(target string, opts ...rmq.RpcClientOption) (rmq.RpcClient, error) {
-		opts = append(opts, rmq.WithRpcClientConnOption(rmq.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()))))
+		useTLS := false
+		tlsTargets.Range(func(k, _ any) bool {
+			useTLS = useTLS || strings.Contains(target, k.(string))
+			return !useTLS
+		})
+		if !useTLS {
+			opts = append(opts, rmq.WithRpcClientConnOption(rmq.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials()))))
+		}
 		return dial(target, opts...)
 	}
 }
@@ -222,4 +234,33 @@ func TestProxyV5SimpleConsumer(t *testing.T) {
 		t.Fatalf("%s, whose invisibility was shortened, was delivered %d time(s), want a second delivery (attempt 2)", retried, got[retried])
 	}
 	t.Logf("proxy: the 5.x simple consumer received all %d messages, %s again with delivery attempt 2 after ChangeInvisibleDuration", n, retried)
+}
+
+// TestProxyV5OverTLS: the official 5.x producer as it comes, dialing TLS (its default, with
+// certificate verification off), sends through the proxy's self-signed TLS on the same port that
+// serves the other tests in plaintext.
+func TestProxyV5OverTLS(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	c := &cluster{ns: ns, b: startBroker(t, ns)}
+	topic := uniq("ProxyTLS")
+	sendFirst(t, newProducer(t, c), topic, "create-topic")
+	px := startProxy(t, ns)
+	tlsTargets.Store(px.addr, true) // clients of this proxy keep their own TLS dialing
+	p, err := rmq.NewProducer(&rmq.Config{Endpoint: px.addr, Credentials: &credentials.SessionCredentials{}}, rmq.WithTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatalf("5.x producer over TLS: %v", err)
+	}
+	defer p.GracefulStop()
+	for i := 0; i < 10; i++ {
+		if _, err := p.Send(context.Background(), &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("tls-%d", i))}); err != nil {
+			t.Fatalf("send %d over TLS: %v", i, err)
+		}
+	}
+	if !logContains(&broker{proc: px.proc}, "TLS and plaintext") {
+		t.Fatal("the proxy's log does not say it serves TLS")
+	}
 }

@@ -14,6 +14,11 @@ type Config struct {
 	GrpcServerPort int `json:"grpcServerPort"`
 	// ListenHost is the address the gRPC port binds (default 0.0.0.0).
 	ListenHost string `json:"listenHost"`
+	// TLSCertPath and TLSKeyPath are the PEM certificate and key the gRPC port presents to
+	// clients that speak TLS; empty: a self-signed one made at start. Plaintext clients are
+	// served on the same port.
+	TLSCertPath string `json:"tlsCertPath"`
+	TLSKeyPath  string `json:"tlsKeyPath"`
 	// RouteTTL is how long a topic's route is used before it is asked again (default 3 s); a
 	// failed send refreshes it at once.
 	RouteTTL time.Duration `json:"-"`

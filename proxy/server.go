@@ -35,14 +35,20 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("grpcServerPort %d: %w", cfg.GrpcServerPort, err)
 	}
+	tc, err := tlsConfig(cfg.TLSCertPath, cfg.TLSKeyPath)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
 	s := &Server{cfg: cfg, ln: ln, log: log, done: make(chan error, 1)}
 	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting")})
 	m := &messaging{cfg: &s.cfg, cl: s.cl, log: log}
 	m.routes = newRouteCache(&s.cfg, s.cl)
 	s.grpc = grpc.NewServer()
 	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
-	go func() { s.done <- s.grpc.Serve(ln) }()
-	log.Info("proxy serving RocketMQ 5 gRPC", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr)
+	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
+	log.Info("proxy serving RocketMQ 5 gRPC, TLS and plaintext on one port", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
+		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""])
 	return s, nil
 }
 

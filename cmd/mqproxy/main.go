@@ -55,6 +55,8 @@ func load(args []string) (proxy.Config, error) {
 	ns := fs.StringP("namesrvAddr", "n", "", "name servers, ';'-separated (overrides the file)")
 	port := fs.Int("grpcServerPort", -1, "gRPC port for RocketMQ 5 clients (default 8081; 0 picks a free port)")
 	host := fs.String("listenHost", "", "address the gRPC port binds (default 0.0.0.0)")
+	cert := fs.String("tlsCertPath", "", "PEM certificate for TLS clients (default: a self-signed one)")
+	key := fs.String("tlsKeyPath", "", "PEM key of tlsCertPath")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -77,6 +79,12 @@ func load(args []string) (proxy.Config, error) {
 	}
 	if *host != "" {
 		cfg.ListenHost = *host
+	}
+	if *cert != "" {
+		cfg.TLSCertPath = *cert
+	}
+	if *key != "" {
+		cfg.TLSKeyPath = *key
 	}
 	return cfg, cfg.Validate()
 }
