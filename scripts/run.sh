@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts a local name server and one three-node DLedger (Raft) broker group, broker-a with
+# Starts a local name server, one three-node DLedger (Raft) broker group and a proxy for RocketMQ 5
+# gRPC clients (mqproxy), broker-a with
 # nodes n0/n1/n2 on loopback, from config/dledger/broker-n{0,1,2}.properties (data under
 # ./data/broker-a-nX, logs under ./data/logs); waits until the group has a master and prints
 # where everything is. Ctrl-C stops every process it started, by PID.
@@ -8,13 +9,14 @@
 # BROKER_PORT+10, BROKER_PORT+20, each also using the next port for HA); RAFT_PORT (20911: the
 # Raft transports on RAFT_PORT, +1, +2; RocketMQ's examples use 40911, but that lies in Linux's
 # ephemeral port range (32768-60999), where a node's own outgoing connection to a peer that is not
-# up yet can take the port the next node is about to listen on). DATA (./data) moves the data and
-# logs.
+# up yet can take the port the next node is about to listen on); PROXY_PORT (8081, the proxy's gRPC
+# port). DATA (./data) moves the data and logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAMESRV_PORT="${NAMESRV_PORT:-9876}"
 BROKER_PORT="${BROKER_PORT:-10911}"
 RAFT_PORT="${RAFT_PORT:-20911}"
+PROXY_PORT="${PROXY_PORT:-8081}"
 DATA="${DATA:-$PWD/data}"
 NS="127.0.0.1:${NAMESRV_PORT}"
 NODES=(n0 n1 n2)
@@ -83,8 +85,12 @@ if [ -z "$master" ]; then
 	exit 1
 fi
 
+setsid ./bin/mqproxy -n "$NS" --grpcServerPort "$PROXY_PORT" --listenHost 127.0.0.1 >"$DATA/logs/proxy.log" 2>&1 &
+pids+=($!)
+
 echo
 echo "name server : $NS   (log: $DATA/logs/namesrv.log)"
+echo "proxy       : 127.0.0.1:$PROXY_PORT   RocketMQ 5 gRPC clients (TLS or plaintext), endpoint 127.0.0.1:$PROXY_PORT (log: $DATA/logs/proxy.log)"
 echo "broker-a    : three-node DLedger group, Raft peers $PEERS"
 for n in "${NODES[@]}"; do
 	role="follower (SLAVE)"
@@ -100,7 +106,8 @@ Try it (in another terminal):
   ./bin/mqadmin clusterList -n $NS
   kill -9 <pid of the leader>                         # a follower takes over in a few hundred ms
 Clients: set NAMESRV_ADDR=$NS (Go: producer.WithNameServer([]string{"$NS"})); they find the
-master through the name server. PIDs: name server ${pids[0]}, n0 ${pids[1]}, n1 ${pids[2]}, n2 ${pids[3]}.
+master through the name server. RocketMQ 5 clients use the proxy's endpoint 127.0.0.1:$PROXY_PORT.
+PIDs: name server ${pids[0]}, n0 ${pids[1]}, n1 ${pids[2]}, n2 ${pids[3]}, proxy ${pids[4]}.
 Press Ctrl-C to stop.
 MSG
 wait
