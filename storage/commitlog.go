@@ -149,6 +149,18 @@ func walkSegment(b []byte, base int64, pos int, fn func(phys int64, v message.Vi
 	return max(pos, 0), walkEnd, nil
 }
 
+// blankAt reports whether a valid blank marker (the filler that closes a segment when the next
+// record does not fit) starts at phys: where the log's data ends before a roll, so a valid
+// truncation point like a record start.
+func (c *commitLog) blankAt(phys int64) bool {
+	b, ok := c.segs.copyAt(phys, message.BlankMarkerSize)
+	if !ok {
+		return false
+	}
+	total := int64(int32(binary.BigEndian.Uint32(b)))
+	return binary.BigEndian.Uint32(b[4:]) == message.BlankMagicCode && total == c.size-phys%c.size
+}
+
 // walk walks the log from start (a record boundary) across segments and returns the end of
 // valid data. fn sees every valid record in order.
 func (c *commitLog) walk(start int64, fn func(phys int64, v message.View) error) (int64, error) {

@@ -16,7 +16,7 @@ import (
 //     must all check, blank markers must reach the end of their file.
 //  2. Truncate the torn tail: zero from the end to the end of its segment, remove later
 //     segments. With Config.Truncate the end is moved back to TruncateTo first (which must be
-//     a record boundary not past the valid end), and the cut is handled as after a crash.
+//     a record boundary, or where a segment's blank marker starts, not past the valid end), and the cut is handled as after a crash.
 //  3. Repair each consume queue: keep the prefix of units that are valid and point before X
 //     (durable by the checkpoint), zero the rest.
 //  4. After a crash (abort file present), drop the index files that were active at the
@@ -85,7 +85,7 @@ func (s *Store) recover(abnormal bool) error {
 			return fmt.Errorf("truncate to %d: valid commitlog data ends at %d: %w", t, end, ErrTruncateBeyondEnd)
 		case t == end:
 			cut = false
-		case !boundary && t != walkFrom:
+		case !boundary && t != walkFrom && !s.cl.blankAt(t):
 			return fmt.Errorf("truncate to %d: not a record boundary: %w", t, ErrTruncateInvalid)
 		default:
 			s.log.Warn("truncating commitlog", "from", end, "to", t)
