@@ -234,6 +234,37 @@ func TestProxyV5SimpleConsumer(t *testing.T) {
 		t.Fatalf("%s, whose invisibility was shortened, was delivered %d time(s), want a second delivery (attempt 2)", retried, got[retried])
 	}
 	t.Logf("proxy: the 5.x simple consumer received all %d messages, %s again with delivery attempt 2 after ChangeInvisibleDuration", n, retried)
+
+	// A DELAY message: not delivered before its time, and soon after it.
+	due := time.Now().Add(3 * time.Second).Truncate(time.Millisecond)
+	delayed := &rmq.Message{Topic: topic, Body: []byte("delayed")}
+	delayed.SetDelayTimestamp(due)
+	if _, err := p.Send(context.Background(), delayed); err != nil {
+		t.Fatalf("send a DELAY message: %v", err)
+	}
+	var at time.Time
+	for at.IsZero() && time.Now().Before(due.Add(30*time.Second)) {
+		for _, mv := range receive() {
+			if string(mv.GetBody()) != "delayed" {
+				continue
+			}
+			at = time.Now()
+			if err := c.Ack(context.Background(), mv); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if at.IsZero() {
+		t.Fatal("the DELAY message never arrived")
+	}
+	if at.Before(due) {
+		t.Fatalf("the DELAY message arrived %v before its time", due.Sub(at))
+	}
+	// Generous for a loaded CI machine; the broker's timer is at most one 1 s level late.
+	if late := at.Sub(due); late > 3*time.Second {
+		t.Fatalf("the DELAY message arrived %v after its time", late)
+	}
+	t.Logf("proxy: the DELAY message arrived %v after its delivery time", at.Sub(due).Round(time.Millisecond))
 }
 
 // TestProxyV5OverTLS: the official 5.x producer as it comes, dialing TLS (its default, with

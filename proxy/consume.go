@@ -129,6 +129,10 @@ func toGRPC(msg *message.Message, inv time.Duration) *rmqpb.Message {
 	if ck, ok := props[popPropertyCK]; ok {
 		sp.ReceiptHandle = &ck
 	}
+	if due, err := strconv.ParseInt(props[message.PropertyTimerDeliverMS], 10, 64); err == nil {
+		sp.MessageType = rmqpb.MessageType_DELAY
+		sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(due))
+	}
 	attempt := msg.ReconsumeTimes + 1
 	sp.DeliveryAttempt = &attempt
 	user := map[string]string{}
@@ -145,7 +149,7 @@ func systemProperty(k string) bool {
 	switch k {
 	case message.PropertyTags, message.PropertyKeys, message.PropertyUniqClientMessageID, message.PropertyWaitStoreMsgOK,
 		popPropertyCK, "MIN_OFFSET", "MAX_OFFSET", "CLUSTER", "TRAN_MSG", "PGROUP", "DELAY", "RETRY_TOPIC",
-		"REAL_TOPIC", "REAL_QID", "__STARTDELIVERTIME", "TIMER_DELIVER_MS", "CONSUME_START_TIME":
+		"REAL_TOPIC", "REAL_QID", "__STARTDELIVERTIME", message.PropertyTimerDeliverMS, "CONSUME_START_TIME":
 		return true
 	}
 	return false

@@ -5,7 +5,8 @@
 //
 // What it serves so far: QueryRoute (every queue of the topic's groups, reachable at the
 // proxy's own address), Heartbeat, Telemetry (settings answered, the stream kept open for the
-// client's life), SendMessage of NORMAL messages (SEND_MESSAGE_V2 to the group's master; a send
+// client's life), SendMessage of NORMAL and DELAY messages (SEND_MESSAGE_V2 to the group's
+// master, a DELAY message's delivery time as the brokers' TIMER_DELIVER_MS; a send
 // that failed before it could reach a broker is retried once after a fresh route; one whose
 // outcome is unknown is reported as a failure, never as a success), and POP-based consumption:
 // ReceiveMessage (POP of all the group's queues, long-polled within the call's deadline, TAG

@@ -63,8 +63,9 @@ func (m *messaging) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest
 				Id:         id,
 				Permission: queuePermission(qd, id),
 				Broker:     &rmqpb.Broker{Name: qd.BrokerName, Id: 0, Endpoints: req.GetEndpoints()},
-				// Topic message types are not kept by the brokers yet: every queue takes NORMAL.
-				AcceptMessageTypes: []rmqpb.MessageType{rmqpb.MessageType_NORMAL},
+				// Topic message types are not kept by the brokers yet: every queue takes what the
+				// proxy can send.
+				AcceptMessageTypes: []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY},
 			})
 		}
 	}
@@ -144,8 +145,15 @@ func (m *messaging) SendMessage(ctx context.Context, req *rmqpb.SendMessageReque
 func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendResultEntry {
 	sp := msg.GetSystemProperties()
 	entry := &rmqpb.SendResultEntry{MessageId: sp.GetMessageId()}
-	if t := sp.GetMessageType(); t != rmqpb.MessageType_NORMAL && t != rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED {
-		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "message type %s is not served by this proxy yet (NORMAL only)", t)
+	switch t := sp.GetMessageType(); t {
+	case rmqpb.MessageType_NORMAL, rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
+	case rmqpb.MessageType_DELAY:
+		if sp.GetDeliveryTimestamp() == nil {
+			entry.Status = fail(rmqpb.Code_BAD_REQUEST, "a DELAY message needs a delivery timestamp")
+			return entry
+		}
+	default:
+		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "message type %s is not served by this proxy yet (NORMAL and DELAY only)", t)
 		return entry
 	}
 	topic := msg.GetTopic().GetName()
@@ -260,6 +268,10 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 	}
 	if len(sp.GetKeys()) > 0 {
 		props[message.PropertyKeys] = strings.Join(sp.GetKeys(), " ")
+	}
+	if ts := sp.GetDeliveryTimestamp(); ts != nil {
+		// The brokers' timer: delivered at that time (not before, at most a second late).
+		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(ts.AsTime().UnixMilli(), 10)
 	}
 	props[message.PropertyWaitStoreMsgOK] = "true"
 	born := time.Now().UnixMilli()
