@@ -10,6 +10,7 @@
 // that failed before it could reach a broker is retried once after a fresh route; one whose
 // outcome is unknown is reported as a failure, never as a success), and POP-based consumption:
 // ReceiveMessage (POP of all the group's queues, long-polled within the call's deadline, TAG
-// filters), AckMessage and ChangeInvisibleDuration (consume.go). The other RPCs answer gRPC
-// Unimplemented. It keeps no durable state.
+// filters), AckMessage and ChangeInvisibleDuration (consume.go). NotifyClientTermination is
+// answered OK; the other RPCs answer an in-band NOT_IMPLEMENTED (notyet.go). It keeps no durable
+// state.
 package proxy

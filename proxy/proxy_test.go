@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"testing"
 
 	"rocketraft/protocol"
@@ -37,5 +38,34 @@ func TestQueuePermission(t *testing.T) {
 	qd.Perm = 4 // write wiped
 	if got := queuePermission(qd, 0); got != rmqpb.Permission_READ {
 		t.Errorf("perm 4: %v", got)
+	}
+}
+
+// TestNotYetInBand: the RPCs not served yet answer an in-band NOT_IMPLEMENTED (never a gRPC
+// error, which clients treat as a broken connection), and NotifyClientTermination OK.
+func TestNotYetInBand(t *testing.T) {
+	m := &messaging{}
+	ctx := context.Background()
+	for name, call := range map[string]func() (*rmqpb.Status, error){
+		"QueryAssignment": func() (*rmqpb.Status, error) {
+			r, err := m.QueryAssignment(ctx, nil)
+			return r.GetStatus(), err
+		},
+		"EndTransaction": func() (*rmqpb.Status, error) {
+			r, err := m.EndTransaction(ctx, nil)
+			return r.GetStatus(), err
+		},
+		"UpdateOffset": func() (*rmqpb.Status, error) {
+			r, err := m.UpdateOffset(ctx, nil)
+			return r.GetStatus(), err
+		},
+	} {
+		st, err := call()
+		if err != nil || st.GetCode() != rmqpb.Code_NOT_IMPLEMENTED {
+			t.Errorf("%s: status %v, error %v; want in-band NOT_IMPLEMENTED", name, st, err)
+		}
+	}
+	if r, err := m.NotifyClientTermination(ctx, nil); err != nil || r.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Errorf("NotifyClientTermination: %v %v", r, err)
 	}
 }
