@@ -241,12 +241,8 @@ func (m *messaging) masterOf(ctx context.Context, topic, brokerName string) (str
 	if err != nil {
 		return "", err
 	}
-	for _, bd := range r.BrokerDatas {
-		if bd.BrokerName == brokerName || brokerName == "" {
-			if a := bd.MasterAddr(); a != "" {
-				return a, nil
-			}
-		}
+	if a := routeMaster(r, brokerName); a != "" {
+		return a, nil
 	}
 	return "", fmt.Errorf("group %q of topic %s has no master in the route", brokerName, topic)
 }

@@ -232,12 +232,7 @@ func (m *messaging) pickQueue(ctx context.Context, topic string) (addr, brokerNa
 		if qd.Perm&2 == 0 {
 			continue
 		}
-		var master string
-		for _, bd := range r.BrokerDatas {
-			if bd.BrokerName == qd.BrokerName {
-				master = bd.MasterAddr()
-			}
-		}
+		master := routeMaster(r, qd.BrokerName)
 		if master == "" {
 			continue
 		}

@@ -50,6 +50,19 @@ func (c *routeCache) get(ctx context.Context, topic string) (*protocol.TopicRout
 	return r, nil
 }
 
+// routeMaster is the master address of group brokerName in r ("": the first group with a
+// master), or "" when the route names none.
+func routeMaster(r *protocol.TopicRouteData, brokerName string) string {
+	for _, bd := range r.BrokerDatas {
+		if bd.BrokerName == brokerName || brokerName == "" {
+			if a := bd.MasterAddr(); a != "" {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
 // invalidate forgets topic's route: the next get asks again.
 func (c *routeCache) invalidate(topic string) {
 	c.mu.Lock()
