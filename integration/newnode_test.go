@@ -81,6 +81,24 @@ func raftStatusOf(addr string) (*protocol.RaftStatus, error) {
 	return &rs, nil
 }
 
+// caughtUpWith reports (as an error) whether node has applied up to within slack entries of
+// leader's commit index.
+func caughtUpWith(leader, node *broker, slack uint64) error {
+	l, err := raftStatusOf(leader.addr)
+	if err != nil {
+		return err
+	}
+	s, err := raftStatusOf(node.addr)
+	if err != nil {
+		return err
+	}
+	if s.AppliedIndex+slack < l.CommitIndex {
+		return fmt.Errorf("%s applied %d, %s committed %d (%s, commitlog %d of %d bytes)", node.proc.name, s.AppliedIndex,
+			leader.proc.name, l.CommitIndex, s.Role, s.CommitLogMaxOffset, l.CommitLogMaxOffset)
+	}
+	return nil
+}
+
 // startJoiner starts one more DLedger broker for g with dLegerJoin=true: its dLegerPeers are the
 // group's plus itself (the original members' lists stay as they are). It waits only until the
 // broker accepts connections: it registers nothing before the leader adds it.
@@ -327,17 +345,9 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 	addTook := time.Since(added)
 	// Caught up: n3's applied index reaches what the leader had applied when we asked it.
 	var caughtUp time.Duration
-	eventually(t, time.Duration(30+mb/2)*time.Second, "n3 at the leader's applied index", func() error {
-		l, err := raftStatusOf(leader.addr)
-		if err != nil {
+	eventually(t, time.Duration(30+mb/2)*time.Second, "n3 at the leader's commit index", func() error {
+		if err := caughtUpWith(leader, n3, 0); err != nil {
 			return err
-		}
-		s, err := raftStatusOf(n3.addr)
-		if err != nil {
-			return err
-		}
-		if s.AppliedIndex < l.AppliedIndex {
-			return fmt.Errorf("n3 applied %d, leader %d (n3 %s, commitlog %d of %d bytes)", s.AppliedIndex, l.AppliedIndex, s.Role, s.CommitLogMaxOffset, l.CommitLogMaxOffset)
 		}
 		caughtUp = time.Since(added)
 		return nil
