@@ -262,7 +262,7 @@ func waitQueuesEqual(t testing.TB, leader, node *broker, topic string, queues in
 
 // TestNewNodeJoinsAndLeaves: a three-node group holding RR_NEWNODE_MB MiB gets a fourth node
 // (dLegerJoin=true, mqadmin addPeer) while a light load keeps writing. The new node must install
-// a snapshot (the log was truncated), catch up to the leader's applied index, register as a
+// a snapshot (the log was truncated), catch up to the leader's commit index, register as a
 // slave with brokerId 4, serve every acknowledged message to raw pulls, and hold a commitlog
 // byte-identical to the others'. Then mqadmin removePeer: the group goes on with three voters,
 // sends succeed, and the removed node unregisters, says so in its log and keeps running.
@@ -343,7 +343,7 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 	added := time.Now()
 	mqadminRaft(t, ns.addr, "addPeer", "-b", g.name, "-i", "n3", "-a", n3Raft)
 	addTook := time.Since(added)
-	// Caught up: n3's applied index reaches what the leader had applied when we asked it.
+	// Caught up: n3's applied index reaches the leader's commit index.
 	var caughtUp time.Duration
 	eventually(t, time.Duration(30+mb/2)*time.Second, "n3 at the leader's commit index", func() error {
 		if err := caughtUpWith(leader, n3, 0); err != nil {
@@ -354,7 +354,7 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 	})
 	trickled, trickleFailed := tr.halt()
 	acked = append(acked, trickled...)
-	t.Logf("NEWNODE catch-up: addPeer answered after %v; n3 at the leader's applied index %v after addPeer: %.1f MB/s (%d commitlog bytes at the join, leader log truncated, snapshot installed); %d sends acknowledged during the catch-up (%d failed)",
+	t.Logf("NEWNODE catch-up: addPeer answered after %v; n3 at the leader's commit index %v after addPeer: %.1f MB/s (%d commitlog bytes at the join, leader log truncated, snapshot installed); %d sends acknowledged during the catch-up (%d failed)",
 		addTook.Round(time.Millisecond), caughtUp.Round(time.Millisecond), float64(ls.CommitLogMaxOffset)/(1<<20)/caughtUp.Seconds(),
 		ls.CommitLogMaxOffset, len(trickled), trickleFailed)
 	for _, want := range []string{"Installed remote snapshot", "store restored from snapshot"} {
