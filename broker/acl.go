@@ -151,6 +151,16 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		return heartbeatResources(req.Body)
 	case codePopMessage, codeAckMessage, codeChangeInvisibleTime:
 		return []acl.Resource{acl.Topic(ext("topic"), acl.Sub), acl.Group(ext("consumerGroup"), acl.Sub)}
+	case remoting.BatchAckMessage:
+		var body protocol.BatchAckBody
+		if protocol.Decode(req.Body, &body) == nil {
+			var out []acl.Resource
+			for _, a := range body.Acks {
+				a.Normalize()
+				out = append(out, acl.Topic(a.Topic, acl.Sub), acl.Group(a.ConsumerGroup, acl.Sub))
+			}
+			return out
+		}
 	}
 	return nil
 }

@@ -56,15 +56,24 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 	tc.Order = req.ExtBool("order")
 	if b.replicated() {
 		b.metaMu.Lock()
+		if resp := b.topicAttributes(req, tc); resp != nil {
+			b.metaMu.Unlock()
+			return resp
+		}
 		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
 		b.metaMu.Unlock()
 		if err != nil {
 			return metaErrorResponse(req, "store topic config", err)
 		}
-	} else if err := b.topics.Put(tc); err != nil {
-		return req.NewResponse(remoting.SystemError, "store topic config: "+err.Error())
+	} else {
+		if resp := b.topicAttributes(req, tc); resp != nil {
+			return resp
+		}
+		if err := b.topics.Put(tc); err != nil {
+			return req.NewResponse(remoting.SystemError, "store topic config: "+err.Error())
+		}
 	}
-	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm)
+	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "attributes", tc.Attributes)
 	b.triggerRegister()
 	return req.NewResponse(remoting.Success, "")
 }
@@ -378,6 +387,8 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 	s.Handle(remoting.ViewMessageByID, b.handleViewMessageByID)
 	s.Handle(remoting.UpdateAndCreateTopic, b.handleUpdateTopic)
 	s.Handle(remoting.DeleteTopicInBroker, b.handleDeleteTopic)
+	s.Handle(remoting.GetTopicConfig, b.handleGetTopicConfig)                         // topicattr.go
+	s.Handle(remoting.GetSubscriptionGroupConfig, b.handleGetSubscriptionGroupConfig) // topicattr.go
 	s.Handle(remoting.GetAllTopicConfig, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		return b.jsonResponse(req, b.topics.Wrapper())
 	})

@@ -13,9 +13,17 @@ package broker
 // committed as its consumer offset, so consumerProgress shows it. Only the leader (classic:
 // the master) serves POP: a DLedger follower forwards these requests to the leader.
 //
-// Not served: orderly POP (order=true), SQL92 filters, PEEK/NOTIFICATION/POLLING_INFO/
-// BATCH_ACK (still answered unsupported). Long polling checks the queues every
-// popPollInterval until pollTime ends rather than being woken by the store.
+// Orderly POP (order=true, a FIFO consumer): a queue with any message of the group still in
+// flight and invisible gives nothing (the queue, hence each message group on it, is held);
+// when the invisible time of its in-flight messages is over, the same messages (same offsets) are
+// handed out again with reconsumeTimes raised, before anything after them; once they are all
+// acked the next POP continues after them. It is the same table and the same replicated ops as
+// unordered POP, only the choice differs (pop.Table.OrderlyRedeliver), so it survives a
+// failover and behaves alike in classic mode. BATCH_ACK_MESSAGE: batchack.go.
+//
+// Not served: SQL92 filters, PEEK/NOTIFICATION/POLLING_INFO (still answered unsupported). Long
+// polling checks the queues every popPollInterval until pollTime ends rather than being woken
+// by the store.
 
 import (
 	"cmp"
@@ -46,12 +54,14 @@ const (
 	popPropertyCK                   = "POP_CK"
 	popBornTimeSlack                = 500 // ms: POLLING_TIMEOUT when now - bornTime - pollTime exceeds it
 	popMaxInvisibleTimeMillis int64 = 24 * 3600 * 1000
+	popOrderReviveQid               = 999999 // RocketMQ's reviveQid marking an orderly POP's checkpoint
 )
 
 func (b *Broker) registerPopHandlers(s *remoting.Server) {
 	s.Handle(codePopMessage, b.handlePopMessage)
 	s.Handle(codeAckMessage, b.handleAckMessage)
 	s.Handle(codeChangeInvisibleTime, b.handleChangeInvisibleTime)
+	s.Handle(remoting.BatchAckMessage, b.handleBatchAck) // batchack.go
 }
 
 // popRequest is a parsed POP_MESSAGE header.
@@ -63,6 +73,7 @@ type popRequest struct {
 	pollTime      int64
 	bornTime      int64
 	initMode      int
+	order         bool // orderly POP: hold a queue while any of its messages is in flight
 	sub           *clients.Subscription
 }
 
@@ -106,9 +117,8 @@ func parsePopRequest(req *remoting.Command) (*popRequest, error) {
 		return nil, errors.New("pollTime must not be negative")
 	case p.initMode != 0 && p.initMode != 1:
 		return nil, errors.New("initMode must be 0 (MIN) or 1 (MAX)")
-	case req.Ext("order") == "true":
-		return nil, errors.New("orderly POP is not supported by this broker")
 	}
+	p.order = req.Ext("order") == "true"
 	exp, expType := req.Ext("exp"), req.Ext("expType")
 	if exp == "" {
 		exp = "*"
@@ -269,8 +279,16 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 	defer release()
 	out := popped{qid: qid}
 	op := &fsm.PopOp{Group: p.group, Topic: p.topic, QueueID: qid, PopTime: popTime, InvisibleTime: p.invisibleTime}
-	// Revived: in-flight messages whose invisible time is over.
-	for _, e := range b.pop.table.Expired(k, popTime, limit) {
+	// Revived: in-flight messages whose invisible time is over. Orderly: all of the queue's
+	// in-flight messages once none is invisible any more, and nothing while one is.
+	revive := b.pop.table.Expired(k, popTime, limit)
+	if p.order {
+		var held bool
+		if revive, held = b.pop.table.OrderlyRedeliver(k, popTime, limit); held {
+			return out, nil
+		}
+	}
+	for _, e := range revive {
 		res := st.GetMessages(p.topic, qid, e.Offset, 1, 0, nil)
 		var m *message.Message
 		if res.Status == storage.Found && len(res.Records) > 0 {
@@ -284,14 +302,14 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 		out.records = append(out.records, m)
 		op.Offsets = append(op.Offsets, e.Offset)
 	}
-	// New messages from the queue's next offset.
+	// New messages from the queue's next offset (orderly: only when nothing is in flight).
 	_, next, known := b.pop.table.Offsets(k)
 	if !known {
 		next = b.popInitialOffset(st, p, qid)
 		op.From = next
 	}
 	op.Next = next
-	if n := limit - len(out.records); n > 0 {
+	if n := limit - len(out.records); n > 0 && (!p.order || len(revive) == 0) {
 		res := st.GetMessages(p.topic, qid, next, n, maxPullBytes, p.sub.Match)
 		switch res.Status {
 		case storage.Found, storage.NoMatchedMessage, storage.OffsetTooSmall:
@@ -333,15 +351,23 @@ func (b *Broker) popInitialOffset(st *storage.Store, p *popRequest, qid int32) i
 func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped, popTime, restNum int64) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "FOUND")
 	var body []byte
-	var startInfo, msgInfo []string
+	var startInfo, msgInfo, orderInfo []string
+	reviveQid := int32(0)
+	if p.order {
+		reviveQid = popOrderReviveQid
+	}
 	n := 0
 	for _, pq := range got {
 		slices.SortFunc(pq.records, func(a, c *message.Message) int { return cmp.Compare(a.QueueOffset, c.QueueOffset) })
 		start := pq.records[0].QueueOffset
 		offs := make([]string, 0, len(pq.records))
 		for _, m := range pq.records {
-			ei := pop.ExtraInfo{CkQueueOffset: start, PopTime: popTime, InvisibleTime: p.invisibleTime,
+			ei := pop.ExtraInfo{CkQueueOffset: start, PopTime: popTime, InvisibleTime: p.invisibleTime, ReviveQid: reviveQid,
 				BrokerName: b.cfg.BrokerName, QueueID: pq.qid, MsgQueueOffset: m.QueueOffset}
+			if p.order {
+				// RocketMQ's per-message order count: "0 qo<queueId>%<offset> <reconsumeTimes>".
+				orderInfo = append(orderInfo, "0 qo"+strconv.Itoa(int(pq.qid))+"%"+strconv.FormatInt(m.QueueOffset, 10)+" "+strconv.Itoa(int(m.ReconsumeTimes)))
+			}
 			props := message.ParseProperties(m.Properties)
 			props[popPropertyCK] = ei.String()
 			m.Properties = message.FormatProperties(props)
@@ -358,11 +384,11 @@ func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped,
 	}
 	resp.SetExt("popTime", strconv.FormatInt(popTime, 10))
 	resp.SetExt("invisibleTime", strconv.FormatInt(p.invisibleTime, 10))
-	resp.SetExt("reviveQid", "0")
+	resp.SetExt("reviveQid", strconv.Itoa(int(reviveQid)))
 	resp.SetExt("restNum", strconv.FormatInt(restNum, 10))
 	resp.SetExt("startOffsetInfo", strings.Join(startInfo, ";"))
 	resp.SetExt("msgOffsetInfo", strings.Join(msgInfo, ";"))
-	resp.SetExt("orderCountInfo", "")
+	resp.SetExt("orderCountInfo", strings.Join(orderInfo, ";"))
 	resp.Body = body
 	b.stats.recordGet(p.topic, n)
 	return resp

@@ -1,7 +1,7 @@
 package broker
 
 // POP state (broker/pop.Table) and how it changes: every change is an fsm.MetaOp (OpPopMessages,
-// OpPopAck, OpPopChange). DLedger mode: the leader proposes it through Raft and answers once it
+// OpPopAck, OpPopChange); orderly POP (pop.go) uses the same ops. DLedger mode: the leader proposes it through Raft and answers once it
 // is applied, so a POP, ACK or CHANGE the client saw survives a failover; every replica applies
 // it through metaApplier and the table is a file of the metadata snapshot. Classic mode: the op
 // is applied directly and the table is saved to config/popState.json with the consumer offsets.
@@ -76,7 +76,10 @@ func (s *popService) apply(op *fsm.MetaOp) error {
 			}
 		}
 	case fsm.OpPopAck:
-		s.table.Ack(k, p.Offsets[0], p.PopTime)
+		// One offset from ACK_MESSAGE, several (one checkpoint's) from BATCH_ACK_MESSAGE.
+		for _, off := range p.Offsets {
+			s.table.Ack(k, off, p.PopTime)
+		}
 	case fsm.OpPopChange:
 		s.table.Change(k, p.Offsets[0], p.PopTime, op.Now, p.InvisibleTime)
 	default:

@@ -43,7 +43,6 @@ var unsupportedCodes = []unsupportedCode{
 	{200054, "NOTIFICATION", "5.x POP consumption is not supported"},
 	{200055, "POLLING_INFO", "5.x POP consumption is not supported"},
 	{200056, "POP_ROLLBACK", "5.x POP consumption is not supported"},
-	{200151, "BATCH_ACK_MESSAGE", "5.x POP consumption is not supported"},
 }
 
 // unsupportedHandler answers one unsupported code.

@@ -67,6 +67,8 @@ const (
 	SendReplyMessageV2               int32 = 325
 	PushReplyMessageToClient         int32 = 326
 	AddWritePermOfBroker             int32 = 327
+	GetTopicConfig                   int32 = 351 // ext topic; body: the broker's TopicConfig JSON
+	GetSubscriptionGroupConfig       int32 = 352 // ext group; body: SubscriptionGroupConfig JSON
 	LitePullMessage                  int32 = 361
 	BrokerHeartbeat                  int32 = 904
 	GetBrokerHAStatus                int32 = 907
@@ -122,4 +124,5 @@ const (
 	PopMessage                 int32 = 200050
 	AckMessage                 int32 = 200051
 	ChangeMessageInvisibleTime int32 = 200053
+	BatchAckMessage            int32 = 200151 // body: BatchAckMessageRequestBody JSON
 )

@@ -126,6 +126,41 @@ func (t *Table) Expired(k Key, now int64, max int) []Entry {
 	return out
 }
 
+// Inflight lists every in-flight entry of the queue, lowest offset first (copies).
+func (t *Table) Inflight(k Key) []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	q := t.queues[k]
+	if q == nil {
+		return nil
+	}
+	out := make([]Entry, 0, len(q.inflight))
+	for _, e := range q.inflight {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out
+}
+
+// OrderlyRedeliver is what an orderly POP may take from the queue before any new message. An
+// orderly consumer holds a queue while any of its messages is in flight: held is true when some
+// in-flight entry is still invisible at now (the queue gives nothing). Otherwise redeliver lists
+// the in-flight entries (all visible again), lowest offset first, at most max: the same messages
+// are handed out again, in order, before anything after them. Both empty: nothing in flight,
+// the POP reads new messages.
+func (t *Table) OrderlyRedeliver(k Key, now int64, max int) (redeliver []Entry, held bool) {
+	all := t.Inflight(k)
+	for _, e := range all {
+		if e.Deadline > now {
+			return nil, true
+		}
+	}
+	if len(all) > max {
+		all = all[:max]
+	}
+	return all, false
+}
+
 // NextDeadline is the earliest deadline of the queue's in-flight entries (0: none).
 func (t *Table) NextDeadline(k Key) int64 {
 	t.mu.Lock()
