@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,6 +20,8 @@ type command struct {
 	summary string
 	args    string // synopsis of the command's own flags
 	setup   func(fs *pflag.FlagSet) func(ctx context.Context, t *Tool) error
+	// rewrite, if set, adjusts the command's arguments before parsing (Java spellings).
+	rewrite func(args []string) []string
 }
 
 // commands is the dispatch table, in the order help lists them.
@@ -138,7 +141,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	var g globalOptions
 	fs, run := newFlagSet(c, &g)
-	if err := fs.Parse(args[1:]); err != nil {
+	cmdArgs := args[1:]
+	if c.rewrite != nil {
+		cmdArgs = c.rewrite(slices.Clone(cmdArgs))
+	}
+	if err := fs.Parse(cmdArgs); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			fmt.Fprint(stdout, commandUsage(c))
 			return 0

@@ -102,6 +102,7 @@ type brokerState struct {
 	view    map[string][]byte
 	fail    map[int32]string     // code → remark of a SYSTEM_ERROR answer
 	raft    *protocol.RaftStatus // nil: GET_RAFT_STATUS answers REQUEST_CODE_NOT_SUPPORTED
+	types   map[string]string    // topic → message.type GET_TOPIC_CONFIG answers; absent: TOPIC_NOT_EXIST
 }
 
 func brokerHandlers(st *brokerState) map[int32]func(*remoting.Command) *remoting.Command {
@@ -129,6 +130,17 @@ func brokerHandlers(st *brokerState) map[int32]func(*remoting.Command) *remoting
 		remoting.GetBrokerRuntimeInfo: failOr(remoting.GetBrokerRuntimeInfo, func(req *remoting.Command) *remoting.Command {
 			return okBody(req, protocol.KVTable{Table: st.runtime})
 		}),
+		remoting.GetTopicConfig: func(req *remoting.Command) *remoting.Command {
+			mt, ok := st.types[req.Ext("topic")]
+			if !ok {
+				return req.NewResponse(remoting.TopicNotExist, "no such topic")
+			}
+			tc := protocol.NewTopicConfig(req.Ext("topic"))
+			if mt != "" {
+				tc.Attributes = map[string]string{protocol.AttrMessageType: mt}
+			}
+			return okBody(req, tc)
+		},
 		remoting.GetTopicStatsInfo: failOr(remoting.GetTopicStatsInfo, func(req *remoting.Command) *remoting.Command {
 			s := st.stats[req.Ext("topic")]
 			if s == nil {

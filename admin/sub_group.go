@@ -3,8 +3,10 @@ package admin
 // updateSubGroup: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, body SubscriptionGroupConfig) to one
 // broker (-b) or every master of a cluster (-c), as Java's UpdateSubGroupSubCommand; flags keep
 // Java's letters except -o (consumeMessageOrderly), which is --consumeMessageOrderly here because
-// -o selects the output format. Unset flags take Java's defaults (a full config is sent, as Java
-// does).
+// -o selects the output format. Java's spellings still work: "--consumeMessageOrderly true",
+// "--consumeMessageOrderly=true", the bare flag, and "-o true"/"-o false" (the output format
+// takes only table or json, so a boolean there can only mean the orderly flag). Unset flags take
+// Java's defaults (a full config is sent, as Java does).
 //
 // deleteSubGroup: DELETE_SUBSCRIPTIONGROUP (207, header groupName, cleanOffset) likewise. Java
 // with -c also deletes the group's %RETRY% and %DLQ% topics; here that is left to deleteTopic.
@@ -21,6 +23,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -100,7 +103,30 @@ func checkTarget(cluster, broker string) error {
 	return nil
 }
 
+// orderlyArgs rewrites Java's "--consumeMessageOrderly true" and "-o true|false" into
+// "--consumeMessageOrderly=<bool>" for pflag.
+func orderlyArgs(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if i+1 < len(args) && (a == "--consumeMessageOrderly" || a == "-o") {
+			if v := args[i+1]; v == "true" || v == "false" {
+				out = append(out, "--consumeMessageOrderly="+v)
+				i++
+				continue
+			}
+		}
+		if v, ok := strings.CutPrefix(a, "-o="); ok && (v == "true" || v == "false") {
+			out = append(out, "--consumeMessageOrderly="+v)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
 var updateSubGroupCommand = &command{
+	rewrite: orderlyArgs,
 	name:    "updateSubGroup",
 	summary: "Create or update a subscription group on a broker or every master of a cluster",
 	args:    "-g <group> (-c <cluster> | -b <brokerAddr>) [-s true] [-m true] [-d true] [-q 1] [-r 16] [-i 0] [-w 1] [-a true] [--consumeMessageOrderly]",
@@ -117,7 +143,7 @@ var updateSubGroupCommand = &command{
 		fs.Int64VarP(&gc.BrokerID, "brokerId", "i", gc.BrokerID, "preferred broker id to consume from")
 		fs.Int64VarP(&gc.WhichBrokerWhenConsumeSlowly, "whichBrokerWhenConsumeSlowly", "w", gc.WhichBrokerWhenConsumeSlowly, "broker id when consumption lags")
 		fs.BoolVarP(&gc.NotifyConsumerIdsChangedEnable, "notifyConsumerIdsChanged", "a", gc.NotifyConsumerIdsChangedEnable, "notify members when membership changes")
-		fs.BoolVar(&gc.ConsumeMessageOrderly, "consumeMessageOrderly", false, "orderly group (Java's -o)")
+		fs.BoolVar(&gc.ConsumeMessageOrderly, "consumeMessageOrderly", false, "orderly group: FIFO consumers of the 5.x proxy get their messages in order (Java's -o; '-o true' is also read)")
 		return func(ctx context.Context, t *Tool) error {
 			if err := required(fs, "groupName"); err != nil {
 				return err

@@ -2,10 +2,11 @@ package admin
 
 // topicList: GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206). With -c, as Java's TopicListSubCommand,
 // each topic other than %RETRY%/%DLQ% ones gets its cluster (from its route) and the consumer
-// groups a master reports for it (QUERY_TOPIC_CONSUME_BY_WHO, 300); a topic whose lookups fail is
-// listed with blanks.
+// groups a master reports for it (QUERY_TOPIC_CONSUME_BY_WHO, 300), and, ours, its message type
+// (topic_type.go); a topic whose lookups fail is listed with blanks.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -32,11 +33,13 @@ func (t *Tool) TopicList(ctx context.Context) ([]string, error) {
 	return tl.TopicList, nil
 }
 
-// TopicUsage is a topic with its cluster and consumer groups.
+// TopicUsage is a topic with its cluster, message type (message.type attribute, "" when none)
+// and consumer groups.
 type TopicUsage struct {
-	Cluster string   `json:"cluster"`
-	Topic   string   `json:"topic"`
-	Groups  []string `json:"groups"`
+	Cluster     string   `json:"cluster"`
+	Topic       string   `json:"topic"`
+	MessageType string   `json:"messageType,omitempty"`
+	Groups      []string `json:"groups"`
 }
 
 // TopicUsages lists the non-system topics with their cluster and consumer groups.
@@ -59,6 +62,7 @@ func (t *Tool) TopicUsages(ctx context.Context) ([]TopicUsage, error) {
 			if len(masters) > 0 {
 				u.Groups = t.consumedBy(ctx, masters[0].Addr, topic)
 			}
+			u.MessageType = t.topicMessageType(ctx, masters, topic)
 		}
 		out = append(out, u)
 	}
@@ -112,13 +116,14 @@ var topicListCommand = &command{
 				}
 				return t.printJSON(usages)
 			}
-			tb := newTable("#Cluster Name", "#Topic", "#Consumer Group")
+			tb := newTable("#Cluster Name", "#Topic", "#Message Type", "#Consumer Group")
 			for _, u := range usages {
+				mt := cmp.Or(u.MessageType, "-")
 				if len(u.Groups) == 0 {
-					tb.add(u.Cluster, u.Topic, "")
+					tb.add(u.Cluster, u.Topic, mt, "")
 				}
 				for _, g := range u.Groups {
-					tb.add(u.Cluster, u.Topic, g)
+					tb.add(u.Cluster, u.Topic, mt, g)
 				}
 			}
 			return tb.write(t.cfg.Out)

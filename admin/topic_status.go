@@ -23,6 +23,8 @@ type QueueStatus struct {
 	MinOffset           int64  `json:"minOffset"`
 	MaxOffset           int64  `json:"maxOffset"`
 	LastUpdateTimestamp int64  `json:"lastUpdateTimestamp"`
+	// MessageType is the topic's message.type attribute, when it has one (topic_type.go).
+	MessageType string `json:"messageType,omitempty"`
 }
 
 // TopicStatus returns every queue of topic with its offsets, from each master of its route.
@@ -53,6 +55,11 @@ func (t *Tool) TopicStatus(ctx context.Context, topic string) ([]QueueStatus, er
 	slices.SortFunc(out, func(a, b QueueStatus) int {
 		return cmp.Or(cmp.Compare(a.BrokerName, b.BrokerName), cmp.Compare(a.QueueID, b.QueueID))
 	})
+	if mt := t.topicMessageType(ctx, masters, topic); mt != "" {
+		for i := range out {
+			out[i].MessageType = mt
+		}
+	}
 	return out, nil
 }
 
@@ -83,7 +90,13 @@ var topicStatusCommand = &command{
 			for _, r := range rows {
 				tb.add(r.BrokerName, r.QueueID, r.MinOffset, r.MaxOffset, t.formatMillis(r.LastUpdateTimestamp, ""))
 			}
-			return tb.write(t.cfg.Out)
+			if err := tb.write(t.cfg.Out); err != nil {
+				return err
+			}
+			if len(rows) > 0 && rows[0].MessageType != "" {
+				t.printf("\n#Message Type: %s\n", rows[0].MessageType)
+			}
+			return nil
 		}
 	},
 }

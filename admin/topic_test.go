@@ -128,7 +128,7 @@ func TestDeleteTopicBrokerFailureKeepsNamesrv(t *testing.T) {
 }
 
 func TestTopicList(t *testing.T) {
-	f := newFixture(t, nil, nil, nil)
+	f := newFixture(t, &brokerState{types: map[string]string{"TopicA": "FIFO", "TopicB": ""}}, nil, nil)
 	f.route("TopicB", 4, "broker-b")
 	f.route("TopicA", 4, "broker-a", "broker-b")
 	f.route("%RETRY%G1", 1, "broker-a")
@@ -147,11 +147,11 @@ TopicB
 }
 `, "topicList", "-o", "json")
 	f.expect(`
-#Cluster Name   #Topic  #Consumer Group
-DefaultCluster  TopicA  G1
-DefaultCluster  TopicA  G2
-DefaultCluster  TopicB  G1
-DefaultCluster  TopicB  G2
+#Cluster Name   #Topic  #Message Type  #Consumer Group
+DefaultCluster  TopicA  FIFO           G1
+DefaultCluster  TopicA  FIFO           G2
+DefaultCluster  TopicB  -              G1
+DefaultCluster  TopicB  -              G2
 `, "topicList", "-c")
 }
 

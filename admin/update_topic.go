@@ -35,12 +35,21 @@ type UpdateTopicResult struct {
 	Brokers     []TopicResult        `json:"brokers"`
 	// OrderConf is the ORDER_TOPIC_CONFIG value set on the name servers, if --order.
 	OrderConf string `json:"orderConf,omitempty"`
+	// Attributes is the attribute modification list sent (-a), if any.
+	Attributes string `json:"attributes,omitempty"`
 }
 
 // UpdateTopic creates or updates tc on the broker at brokerAddr, or, when brokerAddr is "", on
 // every master of cluster. It tries every target and returns the per-broker outcome with an
 // error joining the failures.
 func (t *Tool) UpdateTopic(ctx context.Context, tc protocol.TopicConfig, cluster, brokerAddr string) (*UpdateTopicResult, error) {
+	return t.UpdateTopicAttributes(ctx, tc, "", cluster, brokerAddr)
+}
+
+// UpdateTopicAttributes is UpdateTopic that also changes the topic's attributes by attrs, a
+// modification list "+key=value,-key" (RocketMQ 5.x: "+message.type=FIFO"); the brokers
+// validate it and refuse unknown keys or values.
+func (t *Tool) UpdateTopicAttributes(ctx context.Context, tc protocol.TopicConfig, attrs, cluster, brokerAddr string) (*UpdateTopicResult, error) {
 	if err := message.ValidateTopic(tc.TopicName); err != nil {
 		return nil, usagef("%v", err)
 	}
@@ -57,6 +66,9 @@ func (t *Tool) UpdateTopic(ctx context.Context, tc protocol.TopicConfig, cluster
 		"topicSysFlag":    strconv.Itoa(int(tc.TopicSysFlag)),
 		"order":           strconv.FormatBool(tc.Order),
 	}
+	if attrs != "" {
+		ext["attributes"] = attrs
+	}
 	var replies []brokerReply
 	if brokerAddr != "" {
 		replies = t.callBrokers(ctx, []BrokerAddr{{Addr: brokerAddr}}, remoting.UpdateAndCreateTopic, ext, nil)
@@ -66,7 +78,7 @@ func (t *Tool) UpdateTopic(ctx context.Context, tc protocol.TopicConfig, cluster
 			return nil, err
 		}
 	}
-	res := &UpdateTopicResult{TopicConfig: tc}
+	res := &UpdateTopicResult{TopicConfig: tc, Attributes: attrs}
 	targets := make([]BrokerAddr, 0, len(replies))
 	for _, r := range replies {
 		tr := TopicResult{BrokerName: r.Broker.BrokerName, Addr: r.Broker.Addr, Success: r.Err == nil}
@@ -145,10 +157,10 @@ func TopicConfigString(tc protocol.TopicConfig) string {
 var updateTopicCommand = &command{
 	name:    "updateTopic",
 	summary: "Create or update a topic on a broker or on every master of a cluster",
-	args:    "-t <topic> (-c <cluster> | -b <brokerAddr>) [-r 8] [-w 8] [-p 6] [--order] [--topicFilterType SINGLE_TAG]",
+	args:    "-t <topic> (-c <cluster> | -b <brokerAddr>) [-r 8] [-w 8] [-p 6] [--order] [--topicFilterType SINGLE_TAG] [-a +message.type=FIFO]",
 	setup: func(fs *pflag.FlagSet) func(context.Context, *Tool) error {
 		tc := protocol.TopicConfig{}
-		var cluster, broker string
+		var cluster, broker, attrs string
 		fs.StringVarP(&tc.TopicName, "topic", "t", "", "topic name")
 		fs.StringVarP(&cluster, "clusterName", "c", "", "create on every master of this cluster")
 		fs.StringVarP(&broker, "brokerAddr", "b", "", "create on this broker (host:port)")
@@ -157,6 +169,7 @@ var updateTopicCommand = &command{
 		fs.Int32VarP(&tc.Perm, "perm", "p", protocol.PermReadWrite, "permission: 2 write, 4 read, 6 read and write")
 		fs.BoolVar(&tc.Order, "order", false, "ordered topic (also sets the name servers' order configuration)")
 		fs.StringVar(&tc.TopicFilterType, "topicFilterType", protocol.FilterSingleTag, "SINGLE_TAG or MULTI_TAG")
+		fs.StringVarP(&attrs, "attributes", "a", "", "attribute changes, e.g. +message.type=FIFO (NORMAL, FIFO, DELAY, TRANSACTION, MIXED) or -message.type")
 		return func(ctx context.Context, t *Tool) error {
 			if err := required(fs, "topic"); err != nil {
 				return err
@@ -167,7 +180,7 @@ var updateTopicCommand = &command{
 			if tc.TopicFilterType != protocol.FilterSingleTag && tc.TopicFilterType != protocol.FilterMultiTag {
 				return usagef("--topicFilterType must be %s or %s", protocol.FilterSingleTag, protocol.FilterMultiTag)
 			}
-			res, err := t.UpdateTopic(ctx, tc, cluster, broker)
+			res, err := t.UpdateTopicAttributes(ctx, tc, attrs, cluster, broker)
 			if res == nil {
 				return err
 			}
@@ -186,6 +199,9 @@ var updateTopicCommand = &command{
 				t.printf("set cluster orderConf. isOrder=true, orderConf=[%s]\n", res.OrderConf)
 			}
 			t.printf("%s\n", TopicConfigString(res.TopicConfig))
+			if res.Attributes != "" {
+				t.printf("attributes: %s\n", res.Attributes)
+			}
 			return err
 		}
 	},
