@@ -71,6 +71,9 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 		"invisibleTime": strconv.FormatInt(inv.Milliseconds(), 10), "pollTime": strconv.FormatInt(poll.Milliseconds(), 10),
 		"bornTime": strconv.FormatInt(time.Now().UnixMilli(), 10), "initMode": "1", "expType": "TAG", "exp": exp,
 	}
+	if m.orderly(ctx, group, topic) { // configs.go: an orderly group holds a queue while in flight
+		ext["order"] = "true"
+	}
 	pctx, cancel := context.WithTimeout(ctx, poll+m.cfg.SendTimeout)
 	resp, err := m.cl.Invoke(pctx, addr, remoting.NewRequest(remoting.PopMessage, ext, nil))
 	cancel()
@@ -129,6 +132,10 @@ func toGRPC(msg *message.Message, inv time.Duration) *rmqpb.Message {
 	if ck, ok := props[popPropertyCK]; ok {
 		sp.ReceiptHandle = &ck
 	}
+	if g := props[propertyShardingKey]; g != "" {
+		sp.MessageType = rmqpb.MessageType_FIFO
+		sp.MessageGroup = &g
+	}
 	if due, err := strconv.ParseInt(props[message.PropertyTimerDeliverMS], 10, 64); err == nil {
 		sp.MessageType = rmqpb.MessageType_DELAY
 		sp.DeliveryTimestamp = timestamppb.New(time.UnixMilli(due))
@@ -149,7 +156,7 @@ func systemProperty(k string) bool {
 	switch k {
 	case message.PropertyTags, message.PropertyKeys, message.PropertyUniqClientMessageID, message.PropertyWaitStoreMsgOK,
 		popPropertyCK, "MIN_OFFSET", "MAX_OFFSET", "CLUSTER", "TRAN_MSG", "PGROUP", "DELAY", "RETRY_TOPIC",
-		"REAL_TOPIC", "REAL_QID", "__STARTDELIVERTIME", message.PropertyTimerDeliverMS, "CONSUME_START_TIME":
+		"REAL_TOPIC", "REAL_QID", "__STARTDELIVERTIME", message.PropertyTimerDeliverMS, "CONSUME_START_TIME", propertyShardingKey:
 		return true
 	}
 	return false

@@ -32,6 +32,7 @@ type messaging struct {
 	cl     *remoting.Client
 	log    hclog.Logger
 	next   atomic.Uint64 // round robin over write queues
+	confs  configCache   // topic and group configs (configs.go)
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }
@@ -55,6 +56,7 @@ func (m *messaging) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest
 		return &rmqpb.QueryRouteResponse{Status: fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "%v", err)}, nil
 	}
 	resp := &rmqpb.QueryRouteResponse{Status: ok()}
+	accept := m.topicAcceptTypes(ctx, topic) // fifo.go
 	for _, qd := range r.QueueDatas {
 		n := max(qd.ReadQueueNums, qd.WriteQueueNums)
 		for id := int32(0); id < n; id++ {
@@ -63,9 +65,8 @@ func (m *messaging) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest
 				Id:         id,
 				Permission: queuePermission(qd, id),
 				Broker:     &rmqpb.Broker{Name: qd.BrokerName, Id: 0, Endpoints: req.GetEndpoints()},
-				// Topic message types are not kept by the brokers yet: every queue takes what the
-				// proxy can send.
-				AcceptMessageTypes: []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY},
+				// From the topic's message.type attribute (fifo.go).
+				AcceptMessageTypes: accept,
 			})
 		}
 	}
@@ -117,6 +118,9 @@ func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) err
 			p.ValidateMessageType = true
 		}
 		out.Metric = &rmqpb.Metric{On: false}
+		if sub := out.GetSubscription(); sub != nil {
+			m.fillFifo(stream.Context(), sub) // fifo.go
+		}
 		if err := stream.Send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}
@@ -152,14 +156,19 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 			entry.Status = fail(rmqpb.Code_BAD_REQUEST, "a DELAY message needs a delivery timestamp")
 			return entry
 		}
+	case rmqpb.MessageType_FIFO:
 	default:
-		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "message type %s is not served by this proxy yet (NORMAL and DELAY only)", t)
+		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "message type %s is not served by this proxy yet (NORMAL, FIFO and DELAY only)", t)
 		return entry
 	}
 	topic := msg.GetTopic().GetName()
+	if st := m.checkMessageType(ctx, topic, sp); st != nil { // fifo.go
+		entry.Status = st
+		return entry
+	}
 	var last error
 	for attempt := 0; attempt < 2; attempt++ {
-		addr, brokerName, qid, err := m.pickQueue(ctx, topic)
+		addr, brokerName, qid, err := m.pickQueueFor(ctx, topic, sp.GetMessageGroup())
 		if err != nil {
 			last = err
 			m.routes.invalidate(topic)
@@ -263,6 +272,9 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 	}
 	if len(sp.GetKeys()) > 0 {
 		props[message.PropertyKeys] = strings.Join(sp.GetKeys(), " ")
+	}
+	if g := sp.GetMessageGroup(); g != "" {
+		props[propertyShardingKey] = g // fifo.go
 	}
 	if ts := sp.GetDeliveryTimestamp(); ts != nil {
 		// The brokers' timer: delivered at that time (not before, at most a second late).
