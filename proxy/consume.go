@@ -162,12 +162,14 @@ func systemProperty(k string) bool {
 	return false
 }
 
-// AckMessage acks each entry's checkpoint on the group its receipt handle names.
+// AckMessage acks each entry's checkpoint on the group its receipt handle names (several of one
+// group in one batch ack).
 func (m *messaging) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest) (*rmqpb.AckMessageResponse, error) {
 	resp := &rmqpb.AckMessageResponse{Status: ok()}
 	group, topic := req.GetGroup().GetName(), req.GetTopic().GetName()
-	for _, e := range req.GetEntries() {
-		st := m.checkpointOp(ctx, remoting.AckMessage, group, topic, e.GetReceiptHandle(), nil)
+	statuses := m.ackEntries(ctx, group, topic, req.GetEntries()) // batchack.go
+	for i, e := range req.GetEntries() {
+		st := statuses[i]
 		resp.Entries = append(resp.Entries, &rmqpb.AckMessageResultEntry{MessageId: e.GetMessageId(), ReceiptHandle: e.GetReceiptHandle(), Status: st})
 		if st.Code != rmqpb.Code_OK {
 			resp.Status = st
