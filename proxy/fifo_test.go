@@ -33,7 +33,7 @@ func fifoTestProxy(typ string) *messaging {
 	if typ != "" {
 		tc.Attributes = map[string]string{protocol.AttrMessageType: typ}
 	}
-	m.confs.topics = map[string]cachedConf[*protocol.TopicConfig]{"T": {v: tc, at: time.Now().Add(time.Hour)}}
+	m.confs.topics.store("T", confEntry[*protocol.TopicConfig]{v: tc, at: time.Now().Add(time.Hour)})
 	return m
 }
 
