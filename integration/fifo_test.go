@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,4 +274,93 @@ func TestProxyV5FifoRaftGroup(t *testing.T) {
 		next := g.waitMaster(t, 30*time.Second, leader)
 		t.Logf("fifo: leader %s killed, %s leads", leader.addr, next.addr)
 	})
+}
+
+// TestProxyV5FifoOrderAcrossLeaderKill: three message groups are sent continuously through the
+// proxy to a three-node group while the 5.x SimpleConsumer of the orderly group receives and
+// acks them; the leader is killed with kill -9 meanwhile. Per message group the consumer never
+// steps back nor skips: each message comes after the one sent before it (a message seen again,
+// a redelivery after a lost ack or a producer retry's copy, repeats the latest, never an older
+// one), and every message sent arrives.
+func TestProxyV5FifoOrderAcrossLeaderKill(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	g := startRaftGroup(t, ns, 3)
+	leader := g.waitMaster(t, 20*time.Second, nil)
+	topic, group := setupFifo(t, ns, g.nodes)
+	px := startProxy(t, ns)
+	p, sc := fifoClients(t, px, topic, group)
+	const groups, per = 3, 100
+	prefix := uniq("kg")
+
+	var sent atomic.Int32
+	sendDone := make(chan error, 1)
+	go func() {
+		for i := 0; i < per; i++ {
+			for k := 0; k < groups; k++ {
+				msg := &rmq.Message{Topic: topic, Body: []byte(fmt.Sprintf("%d-%03d", k, i))}
+				msg.SetMessageGroup(fmt.Sprintf("%s-%d", prefix, k))
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				var err error
+				for {
+					if _, err = p.Send(ctx, msg); err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond) // the same message again: stored after any copy of it
+				}
+				cancel()
+				if err != nil {
+					sendDone <- fmt.Errorf("send %s: %w", msg.Body, err)
+					return
+				}
+				sent.Add(1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		sendDone <- nil
+	}()
+
+	last := []int{-1, -1, -1}
+	repeats, ackFailures, total := 0, 0, 0
+	killed := false
+	deadline := time.Now().Add(150 * time.Second)
+	for total < groups*per && time.Now().Before(deadline) {
+		if !killed && total >= groups*per/4 {
+			leader.kill()
+			killed = true
+			t.Logf("fifo: leader %s killed after %d messages sent, %d received", leader.addr, sent.Load(), total)
+		}
+		mvs, err := fifoReceive(sc, 16)
+		if err != nil && !notFound(err) {
+			t.Logf("receive: %v", err)
+		}
+		for _, mv := range mvs {
+			var k, i int
+			if _, err := fmt.Sscanf(string(mv.GetBody()), "%d-%d", &k, &i); err != nil || k < 0 || k >= groups {
+				t.Fatalf("unexpected message %q", mv.GetBody())
+			}
+			switch {
+			case i == last[k]:
+				repeats++
+			case i == last[k]+1:
+				last[k] = i
+				total++
+			default:
+				t.Fatalf("group %d: received message %d after %d (out of order)", k, i, last[k])
+			}
+			if err := sc.Ack(context.Background(), mv); err != nil {
+				ackFailures++ // redelivered after its invisible time, before anything after it
+			}
+		}
+	}
+	if err := <-sendDone; err != nil {
+		t.Fatal(err)
+	}
+	if total != groups*per {
+		t.Fatalf("received %d of %d messages in order: last per group %v", total, groups*per, last)
+	}
+	if !killed {
+		t.Fatal("the leader was never killed")
+	}
+	t.Logf("fifo: %d messages of %d groups in order across the leader kill; %d seen again (redelivered or a retry's copy), %d acks failed", total, groups, repeats, ackFailures)
 }
