@@ -109,3 +109,20 @@ func TestPickQueueForGroup(t *testing.T) {
 		t.Fatalf("64 groups on %d queues only", len(seen))
 	}
 }
+
+// TestFillFifo: a consumer's settings carry fifo = its group's consumeMessageOrderly; a group the
+// brokers do not know (nil config) is not FIFO.
+func TestFillFifo(t *testing.T) {
+	m := fifoTestProxy("FIFO")
+	gc := protocol.NewSubscriptionGroupConfig("G")
+	gc.ConsumeMessageOrderly = true
+	m.confs.groups.store("G", confEntry[*protocol.SubscriptionGroupConfig]{v: gc, at: time.Now().Add(time.Hour)})
+	m.confs.groups.store("U", confEntry[*protocol.SubscriptionGroupConfig]{at: time.Now().Add(time.Hour)})
+	for group, want := range map[string]bool{"G": true, "U": false} {
+		sub := &rmqpb.Subscription{Group: &rmqpb.Resource{Name: group}, Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: "T"}}}}
+		m.fillFifo(context.Background(), sub)
+		if sub.Fifo == nil || *sub.Fifo != want {
+			t.Errorf("group %s: fifo %v, want %v", group, sub.Fifo, want)
+		}
+	}
+}
