@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -32,6 +31,10 @@ type messaging struct {
 	cl     *remoting.Client
 	log    hclog.Logger
 	next   atomic.Uint64 // round robin over write queues
+	// clients holds the clients' Telemetry streams and settings (clients.go).
+	clients *clientRegistry
+	// registrar registers the proxy as a producer at the brokers (txnregister.go).
+	registrar *producerRegistrar
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }
@@ -65,7 +68,7 @@ func (m *messaging) QueryRoute(ctx context.Context, req *rmqpb.QueryRouteRequest
 				Broker:     &rmqpb.Broker{Name: qd.BrokerName, Id: 0, Endpoints: req.GetEndpoints()},
 				// Topic message types are not kept by the brokers yet: every queue takes what the
 				// proxy can send.
-				AcceptMessageTypes: []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY},
+				AcceptMessageTypes: []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION},
 			})
 		}
 	}
@@ -99,25 +102,27 @@ func (m *messaging) Heartbeat(context.Context, *rmqpb.HeartbeatRequest) (*rmqpb.
 // the stream open until the client ends it (a client that loses it only reopens it minutes
 // later).
 func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error {
+	c := m.clients.open(stream)
+	defer m.clients.close(c)
 	for {
 		cmd, err := stream.Recv()
-		if err == io.EOF || stream.Context().Err() != nil {
-			return nil
-		}
 		if err != nil {
-			return err
+			// The client ended it (io.EOF), or the connection is gone: either way nothing is
+			// left to answer, and an error status would only make the client drop it.
+			return nil
 		}
 		s := cmd.GetSettings()
 		if s == nil {
-			continue // results of commands the proxy never sends
+			continue // results of commands the proxy sent (none needs an answer)
 		}
+		m.clients.update(c, s)
 		out := proto.Clone(s).(*rmqpb.Settings)
 		if p := out.GetPublishing(); p != nil {
 			p.MaxBodySize = maxBodySize
 			p.ValidateMessageType = true
 		}
 		out.Metric = &rmqpb.Metric{On: false}
-		if err := stream.Send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
+		if err := c.send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}
 	}
@@ -146,7 +151,7 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 	sp := msg.GetSystemProperties()
 	entry := &rmqpb.SendResultEntry{MessageId: sp.GetMessageId()}
 	switch t := sp.GetMessageType(); t {
-	case rmqpb.MessageType_NORMAL, rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
+	case rmqpb.MessageType_NORMAL, rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED, rmqpb.MessageType_TRANSACTION:
 	case rmqpb.MessageType_DELAY:
 		if sp.GetDeliveryTimestamp() == nil {
 			entry.Status = fail(rmqpb.Code_BAD_REQUEST, "a DELAY message needs a delivery timestamp")
@@ -181,6 +186,9 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 		case remoting.Success:
 			off, _ := strconv.ParseInt(r.Ext("queueOffset"), 10, 64)
 			entry.Status, entry.Offset = ok(), off
+			if sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
+				entry.TransactionId, entry.Status = m.halfSent(ctx, brokerName, r)
+			}
 			return entry
 		case remoting.ServiceNotAvailable, remoting.SystemBusy:
 			// Refused before storing (not the leader any more, disk full, busy): the next
@@ -269,6 +277,7 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(ts.AsTime().UnixMilli(), 10)
 	}
 	props[message.PropertyWaitStoreMsgOK] = "true"
+	halfProperties(msg, props)
 	born := time.Now().UnixMilli()
 	if t := sp.GetBornTimestamp(); t != nil {
 		born = t.AsTime().UnixMilli()
@@ -282,6 +291,7 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 		BornTimestamp:         born,
 		Properties:            message.FormatProperties(props),
 		BrokerName:            brokerName,
+		SysFlag:               halfSysFlag(msg),
 	}
 	return remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), msg.GetBody())
 }
