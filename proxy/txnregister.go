@@ -43,8 +43,9 @@ type producerRegistrar struct {
 	names map[*remoting.Conn]string // group (broker name) of each registered connection
 	state map[string]*registration  // by broker address
 
-	stop chan struct{}
-	done chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 // registration is what one broker address knows of the proxy.
@@ -80,7 +81,7 @@ func (p *producerRegistrar) run() {
 
 // close stops the registrar (registrations lapse at the brokers when the connections close).
 func (p *producerRegistrar) close() {
-	close(p.stop)
+	p.stopOnce.Do(func() { close(p.stop) })
 	<-p.done
 }
 
