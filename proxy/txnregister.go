@@ -152,6 +152,10 @@ func (p *producerRegistrar) round() {
 				p.unregister(ctx, addr, g)
 			}
 		}
+		if !slices.Equal(st.groups, w.groups) || st.conn != p.cl.Open(addr) {
+			p.log.Info("registered as the producer of the published topics", "broker", addr, "group", w.name,
+				"topics", len(w.groups), "client_id", p.id)
+		}
 		p.mu.Lock()
 		if st.conn != nil {
 			delete(p.names, st.conn)
@@ -172,6 +176,7 @@ func (p *producerRegistrar) round() {
 		for _, g := range st.groups {
 			p.unregister(ctx, addr, g)
 		}
+		p.log.Info("no published topic at this broker any more; unregistered", "broker", addr, "group", st.name)
 		p.mu.Lock()
 		delete(p.names, st.conn)
 		delete(p.state, addr)
