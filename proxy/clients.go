@@ -147,6 +147,14 @@ func (r *clientRegistry) signal() {
 	}
 }
 
+// known reports whether client id has an open stream that sent its settings.
+func (r *clientRegistry) known(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.clients[id]
+	return c != nil && c.settings != nil
+}
+
 // markTransactional notes that client id sent a transactional message.
 func (r *clientRegistry) markTransactional(id string) {
 	r.mu.Lock()

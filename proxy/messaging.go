@@ -93,8 +93,14 @@ func queuePermission(qd *protocol.QueueData, id int32) rmqpb.Permission {
 	return rmqpb.Permission_NONE
 }
 
-// Heartbeat keeps nothing: the proxy is stateless.
-func (m *messaging) Heartbeat(context.Context, *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
+// Heartbeat keeps nothing, but asks a client whose settings this proxy does not hold (it
+// restarted, or the client's Telemetry stream went to another proxy) for them, as Apache's proxy
+// does: UNRECOGNIZED_CLIENT_TYPE makes the clients send their settings again on a new stream,
+// which check-backs need (clients.go).
+func (m *messaging) Heartbeat(ctx context.Context, _ *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
+	if m.clients != nil && !m.clients.known(clientID(ctx)) {
+		return &rmqpb.HeartbeatResponse{Status: fail(rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, "no settings of client %q on this proxy; send them on a Telemetry stream", clientID(ctx))}, nil
+	}
 	return &rmqpb.HeartbeatResponse{Status: ok()}, nil
 }
 

@@ -138,3 +138,18 @@ func TestClientRegistry(t *testing.T) {
 		t.Fatalf("send: %v", err)
 	}
 }
+
+// TestHeartbeatAsksForSettings: a client whose settings the proxy lacks is answered
+// UNRECOGNIZED_CLIENT_TYPE (the clients then send them again); once they came, OK.
+func TestHeartbeatAsksForSettings(t *testing.T) {
+	m := &messaging{clients: newClientRegistry()}
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs(clientIDHeader, "A"))
+	if r, err := m.Heartbeat(ctx, &rmqpb.HeartbeatRequest{}); err != nil || r.GetStatus().GetCode() != rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE {
+		t.Fatalf("heartbeat of an unknown client: %v %v", r.GetStatus(), err)
+	}
+	c := m.clients.open(newFakeTelemetry("A"))
+	m.clients.update(c, publishing("T"))
+	if r, err := m.Heartbeat(ctx, &rmqpb.HeartbeatRequest{}); err != nil || r.GetStatus().GetCode() != rmqpb.Code_OK {
+		t.Fatalf("heartbeat of a known client: %v %v", r.GetStatus(), err)
+	}
+}
