@@ -9,6 +9,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -186,4 +187,55 @@ func TestProxyV5TransactionLeaderKill(t *testing.T) {
 	expectTxnDelivery(t, cons, l, bodies, []string{first.body})
 	t.Logf("proxy: %d transactions stored before the leader's kill -9, ended after it through the proxy (%d check-backs answered unknown meanwhile)",
 		len(bodies), l.totalChecks())
+}
+
+// TestProxyV5TransactionProxyRestart: the proxy is killed with kill -9 right after a producer
+// left two transactions unknown, and started again on the same port. The new proxy knows
+// nothing of the producer, which sends its settings only every 5 minutes: the proxy asks for
+// them in answer to the producer's next heartbeat (UNRECOGNIZED_CLIENT_TYPE, every 10 s),
+// registers at the broker as the topic's producer once they come on a new Telemetry stream, and
+// the broker's check-backs reach the producer's checker again.
+func TestProxyV5TransactionProxyRestart(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, proxyTxnProps...)
+	topic := uniq("PxTxnRestart")
+	first := sendFirst(t, newProducer(t, c), topic, "create-topic")
+	cons := startPushConsumer(t, c, uniq("GPxTxnRestart"), topic, all)
+	px := startProxy(t, c.ns)
+	l := newTxnListener(false, true)
+	p := newV5TxnProducer(t, px.addr, topic, l)
+	started := time.Now()
+	bodies, _ := sendV5Txns(t, p, topic, "pxr", 0, 4, true)
+	// The Go client sends its settings once more 1 s after its start, then every 5 minutes:
+	// the kill comes after that extra sync, which would otherwise hide what is tested here.
+	time.Sleep(time.Until(started.Add(1500 * time.Millisecond)))
+	px.kill()
+	killed := time.Now()
+	px.start(t)
+	eventually(t, 15*time.Second, "the proxy accepts again", func() error {
+		if err := px.exited(); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.DialTimeout("tcp", px.addr, time.Second)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	})
+	var unknown []string
+	for _, b := range bodies {
+		if f := txnFate(b); f == fateCheckCommit || f == fateCheckRollback {
+			unknown = append(unknown, b)
+		}
+	}
+	// The Go client heartbeats every 10 s and drops a broken Telemetry stream after 5 s.
+	eventually(t, 60*time.Second, "check-backs through the restarted proxy", func() error {
+		if n := l.checked(unknown); n < len(unknown) {
+			return fmt.Errorf("%d of %d checked", n, len(unknown))
+		}
+		return nil
+	})
+	t.Logf("proxy restart: the check-backs reached the producer %v after the proxy's kill -9", time.Since(killed).Round(time.Millisecond))
+	expectTxnDelivery(t, cons, l, bodies, []string{first.body})
+	expectNotChecked(t, l, bodies)
 }
