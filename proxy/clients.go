@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
@@ -41,7 +44,21 @@ type telemetryClient struct {
 	// txn marks a client that has sent a transactional message: preferred for check-backs,
 	// since only a producer with a transaction checker can answer them.
 	txn atomic.Bool
+	// gone is set when the stream ended: nothing is written on it any more.
+	gone atomic.Bool
+	// Commands pushed to the client (push): written in order by one goroutine at a time, at
+	// most maxPushQueue waiting, so a client that stops reading holds one goroutine, not one
+	// per command.
+	qmu      sync.Mutex
+	queue    []*rmqpb.TelemetryCommand
+	draining bool
 }
+
+// maxPushQueue bounds the commands waiting for one client.
+const maxPushQueue = 1024
+
+// errClientBusy: the client's queue of pushed commands is full.
+var errClientBusy = errors.New("the client is not reading its Telemetry stream (push queue full)")
 
 func newClientRegistry() *clientRegistry {
 	return &clientRegistry{clients: map[string]*telemetryClient{}, byTopic: map[string]map[*telemetryClient]struct{}{},
@@ -109,8 +126,10 @@ func (r *clientRegistry) close(c *telemetryClient) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.clients[c.id] != c {
+		c.gone.Store(true)
 		return
 	}
+	c.gone.Store(true)
 	delete(r.clients, c.id)
 	r.unindexLocked(c)
 	if len(c.topics) > 0 {
@@ -202,8 +221,53 @@ func (r *clientRegistry) producerTopics() []string {
 func (c *telemetryClient) send(cmd *rmqpb.TelemetryCommand) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	if c.gone.Load() {
+		return fmt.Errorf("telemetry stream of client %s: %w", c.id, io.ErrClosedPipe)
+	}
 	if err := c.stream.Send(cmd); err != nil {
 		return fmt.Errorf("telemetry stream of client %s: %w", c.id, err)
 	}
 	return nil
+}
+
+// push queues cmd for the client without waiting for the write; errClientBusy when its queue
+// is full.
+func (c *telemetryClient) push(cmd *rmqpb.TelemetryCommand, log hclog.Logger) error {
+	c.qmu.Lock()
+	if len(c.queue) >= maxPushQueue {
+		c.qmu.Unlock()
+		return fmt.Errorf("client %s: %w", c.id, errClientBusy)
+	}
+	c.queue = append(c.queue, cmd)
+	start := !c.draining
+	c.draining = true
+	c.qmu.Unlock()
+	if start {
+		go c.drain(log)
+	}
+	return nil
+}
+
+// drain writes the queued commands until the queue is empty or the stream fails (the rest is
+// dropped: the brokers ask again).
+func (c *telemetryClient) drain(log hclog.Logger) {
+	for {
+		c.qmu.Lock()
+		if len(c.queue) == 0 {
+			c.draining = false
+			c.qmu.Unlock()
+			return
+		}
+		cmd := c.queue[0]
+		c.queue = c.queue[1:]
+		c.qmu.Unlock()
+		if err := c.send(cmd); err != nil {
+			c.qmu.Lock()
+			dropped := len(c.queue) + 1
+			c.queue, c.draining = nil, false
+			c.qmu.Unlock()
+			log.Debug("commands for a client dropped", "client", c.id, "dropped", dropped, "error", err)
+			return
+		}
+	}
 }

@@ -203,14 +203,12 @@ func (m *messaging) groupAddrs(ctx context.Context, topic, brokerName string) ([
 	return nil, fmt.Errorf("group %q of topic %s has no broker in the route", brokerName, topic)
 }
 
-// onCheckTransaction serves a broker's CHECK_TRANSACTION_STATE (oneway): the question goes to a
-// client publishing the topic, off the connection's reading goroutine.
+// onCheckTransaction serves a broker's CHECK_TRANSACTION_STATE (oneway): the question is queued
+// for a client publishing the topic (written by another goroutine, clients.go).
 func (m *messaging) onCheckTransaction(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	go func() {
-		if err := m.recoverOrphaned(conn, req); err != nil {
-			m.log.Debug("transaction check-back not passed on", "broker", conn.RemoteAddr(), "error", err)
-		}
-	}()
+	if err := m.recoverOrphaned(conn, req); err != nil {
+		m.log.Debug("transaction check-back not passed on", "broker", conn.RemoteAddr(), "error", err)
+	}
 	return nil
 }
 
@@ -252,10 +250,10 @@ func (m *messaging) recoverOrphaned(conn *remoting.Conn, req *remoting.Command) 
 	}
 	cmd := &rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_RecoverOrphanedTransactionCommand{
 		RecoverOrphanedTransactionCommand: &rmqpb.RecoverOrphanedTransactionCommand{Message: gm, TransactionId: id.String()}}}
-	if err := c.send(cmd); err != nil {
+	if err := c.push(cmd, m.log); err != nil {
 		return err
 	}
-	m.log.Debug("transaction check-back passed to a producer", "topic", msg.Topic, "client", c.id, "transaction", id.String())
+	m.log.Debug("transaction check-back queued for a producer", "topic", msg.Topic, "client", c.id, "transaction", id.String())
 	return nil
 }
 

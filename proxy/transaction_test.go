@@ -2,9 +2,12 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -101,6 +104,10 @@ func TestClientRegistry(t *testing.T) {
 	r := newClientRegistry()
 	a := r.open(newFakeTelemetry("A"))
 	b := r.open(newFakeTelemetry("B"))
+	if err := b.send(&rmqpb.TelemetryCommand{}); err != nil || len(b.stream.(*fakeTelemetry).sent) != 1 {
+		t.Fatalf("send: %v", err)
+	}
+	b.stream.(*fakeTelemetry).sent = nil
 	r.update(a, publishing("T1", "T2"))
 	r.update(b, publishing("T2"))
 	if got := r.producerTopics(); len(got) != 2 || got[0] != "T1" || got[1] != "T2" {
@@ -134,8 +141,8 @@ func TestClientRegistry(t *testing.T) {
 	if got := r.producerTopics(); len(got) != 0 {
 		t.Fatalf("topics after every stream ended %v", got)
 	}
-	if err := b.send(&rmqpb.TelemetryCommand{}); err != nil || len(b.stream.(*fakeTelemetry).sent) != 1 {
-		t.Fatalf("send: %v", err)
+	if err := b.send(&rmqpb.TelemetryCommand{}); err == nil || len(b.stream.(*fakeTelemetry).sent) != 0 {
+		t.Fatalf("send on an ended stream: %v, want an error and nothing written", err)
 	}
 }
 
@@ -152,4 +159,52 @@ func TestHeartbeatAsksForSettings(t *testing.T) {
 	if r, err := m.Heartbeat(ctx, &rmqpb.HeartbeatRequest{}); err != nil || r.GetStatus().GetCode() != rmqpb.Code_OK {
 		t.Fatalf("heartbeat of a known client: %v %v", r.GetStatus(), err)
 	}
+}
+
+// blockedTelemetry is a stream whose Send blocks until release is closed (a client that stops
+// reading).
+type blockedTelemetry struct {
+	fakeTelemetry
+	release chan struct{}
+	mu      sync.Mutex
+	n       int
+}
+
+func (b *blockedTelemetry) Send(*rmqpb.TelemetryCommand) error {
+	<-b.release
+	b.mu.Lock()
+	b.n++
+	b.mu.Unlock()
+	return nil
+}
+
+// TestPushQueue: commands pushed to a client that does not read wait in a bounded queue (one
+// writer, then errClientBusy), and are all written, in order, once it reads again.
+func TestPushQueue(t *testing.T) {
+	r := newClientRegistry()
+	st := &blockedTelemetry{fakeTelemetry: *newFakeTelemetry("A"), release: make(chan struct{})}
+	c := r.open(st)
+	push := func(i int) {
+		if err := c.push(&rmqpb.TelemetryCommand{}, hclog.NewNullLogger()); err != nil {
+			t.Fatalf("push %d: %v", i, err)
+		}
+	}
+	push(0)
+	waitFor(t, "the writer to take the first command", func() bool {
+		c.qmu.Lock()
+		defer c.qmu.Unlock()
+		return len(c.queue) == 0
+	})
+	for i := 1; i <= maxPushQueue; i++ {
+		push(i)
+	}
+	if err := c.push(&rmqpb.TelemetryCommand{}, hclog.NewNullLogger()); !errors.Is(err, errClientBusy) {
+		t.Fatalf("push to a full queue: %v, want errClientBusy", err)
+	}
+	close(st.release)
+	waitFor(t, "every queued command written", func() bool {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		return st.n == maxPushQueue+1
+	})
 }
