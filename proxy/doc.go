@@ -11,6 +11,8 @@
 // outcome is unknown is reported as a failure, never as a success), and POP-based consumption:
 // ReceiveMessage (POP of all the group's queues, long-polled within the call's deadline, TAG
 // filters), AckMessage and ChangeInvisibleDuration (consume.go). NotifyClientTermination is
-// answered OK; the other RPCs answer an in-band NOT_IMPLEMENTED (notyet.go). It keeps no durable
-// state.
+// answered OK; the other RPCs answer an in-band NOT_IMPLEMENTED (notyet.go). Transactional
+// messages: half messages, EndTransaction at the group's current master, and the brokers'
+// check-backs passed to a producer over its Telemetry stream (transaction.go, clients.go,
+// txnregister.go). It keeps no durable state.
 package proxy

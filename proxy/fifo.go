@@ -29,7 +29,7 @@ import (
 const propertyShardingKey = "__SHARDINGKEY"
 
 // defaultAcceptTypes is what a topic without a message.type takes.
-var defaultAcceptTypes = []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY}
+var defaultAcceptTypes = []rmqpb.MessageType{rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION}
 
 // acceptTypes maps a topic's message.type to the types its queues accept.
 func acceptTypes(topicType string) []rmqpb.MessageType {

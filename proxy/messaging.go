@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -33,6 +32,10 @@ type messaging struct {
 	log    hclog.Logger
 	next   atomic.Uint64 // round robin over write queues
 	confs  configCache   // topic and group configs (configs.go)
+	// clients holds the clients' Telemetry streams and settings (clients.go).
+	clients *clientRegistry
+	// registrar registers the proxy as a producer at the brokers (txnregister.go).
+	registrar *producerRegistrar
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }
@@ -91,8 +94,14 @@ func queuePermission(qd *protocol.QueueData, id int32) rmqpb.Permission {
 	return rmqpb.Permission_NONE
 }
 
-// Heartbeat keeps nothing: the proxy is stateless.
-func (m *messaging) Heartbeat(context.Context, *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
+// Heartbeat keeps nothing, but asks a client whose settings this proxy does not hold (it
+// restarted, or the client's Telemetry stream went to another proxy) for them, as Apache's proxy
+// does: UNRECOGNIZED_CLIENT_TYPE makes the clients send their settings again on a new stream,
+// which check-backs need (clients.go).
+func (m *messaging) Heartbeat(ctx context.Context, _ *rmqpb.HeartbeatRequest) (*rmqpb.HeartbeatResponse, error) {
+	if m.clients != nil && !m.clients.known(clientID(ctx)) {
+		return &rmqpb.HeartbeatResponse{Status: fail(rmqpb.Code_UNRECOGNIZED_CLIENT_TYPE, "no settings of client %q on this proxy; send them on a Telemetry stream", clientID(ctx))}, nil
+	}
 	return &rmqpb.HeartbeatResponse{Status: ok()}, nil
 }
 
@@ -100,18 +109,20 @@ func (m *messaging) Heartbeat(context.Context, *rmqpb.HeartbeatRequest) (*rmqpb.
 // the stream open until the client ends it (a client that loses it only reopens it minutes
 // later).
 func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) error {
+	c := m.clients.open(stream)
+	defer m.clients.close(c)
 	for {
 		cmd, err := stream.Recv()
-		if err == io.EOF || stream.Context().Err() != nil {
-			return nil
-		}
 		if err != nil {
-			return err
+			// The client ended it (io.EOF), or the connection is gone: either way nothing is
+			// left to answer, and an error status would only make the client drop it.
+			return nil
 		}
 		s := cmd.GetSettings()
 		if s == nil {
-			continue // results of commands the proxy never sends
+			continue // results of commands the proxy sent (none needs an answer)
 		}
+		m.clients.update(c, s)
 		out := proto.Clone(s).(*rmqpb.Settings)
 		if p := out.GetPublishing(); p != nil {
 			p.MaxBodySize = maxBodySize
@@ -121,7 +132,7 @@ func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) err
 		if sub := out.GetSubscription(); sub != nil {
 			m.fillFifo(stream.Context(), sub) // fifo.go
 		}
-		if err := stream.Send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
+		if err := c.send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}
 	}
@@ -150,7 +161,7 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 	sp := msg.GetSystemProperties()
 	entry := &rmqpb.SendResultEntry{MessageId: sp.GetMessageId()}
 	switch t := sp.GetMessageType(); t {
-	case rmqpb.MessageType_NORMAL, rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED:
+	case rmqpb.MessageType_NORMAL, rmqpb.MessageType_MESSAGE_TYPE_UNSPECIFIED, rmqpb.MessageType_TRANSACTION:
 	case rmqpb.MessageType_DELAY:
 		if sp.GetDeliveryTimestamp() == nil {
 			entry.Status = fail(rmqpb.Code_BAD_REQUEST, "a DELAY message needs a delivery timestamp")
@@ -158,7 +169,7 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 		}
 	case rmqpb.MessageType_FIFO:
 	default:
-		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "message type %s is not served by this proxy yet (NORMAL, FIFO and DELAY only)", t)
+		entry.Status = fail(rmqpb.Code_NOT_IMPLEMENTED, "unknown message type %s", t)
 		return entry
 	}
 	topic := msg.GetTopic().GetName()
@@ -190,6 +201,9 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 		case remoting.Success:
 			off, _ := strconv.ParseInt(r.Ext("queueOffset"), 10, 64)
 			entry.Status, entry.Offset = ok(), off
+			if sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
+				entry.TransactionId, entry.Status = m.halfSent(ctx, brokerName, r)
+			}
 			return entry
 		case remoting.ServiceNotAvailable, remoting.SystemBusy:
 			// Refused before storing (not the leader any more, disk full, busy): the next
@@ -281,6 +295,7 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(ts.AsTime().UnixMilli(), 10)
 	}
 	props[message.PropertyWaitStoreMsgOK] = "true"
+	halfProperties(msg, props)
 	born := time.Now().UnixMilli()
 	if t := sp.GetBornTimestamp(); t != nil {
 		born = t.AsTime().UnixMilli()
@@ -294,6 +309,7 @@ func (m *messaging) request(msg *rmqpb.Message, brokerName string, qid int32) *r
 		BornTimestamp:         born,
 		Properties:            message.FormatProperties(props),
 		BrokerName:            brokerName,
+		SysFlag:               halfSysFlag(msg),
 	}
 	return remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), msg.GetBody())
 }

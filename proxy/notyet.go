@@ -44,10 +44,6 @@ func (m *messaging) QueryOffset(context.Context, *rmqpb.QueryOffsetRequest) (*rm
 	return &rmqpb.QueryOffsetResponse{Status: notYet("QueryOffset")}, nil
 }
 
-func (m *messaging) EndTransaction(context.Context, *rmqpb.EndTransactionRequest) (*rmqpb.EndTransactionResponse, error) {
-	return &rmqpb.EndTransactionResponse{Status: notYet("EndTransaction")}, nil
-}
-
 func (m *messaging) RecallMessage(context.Context, *rmqpb.RecallMessageRequest) (*rmqpb.RecallMessageResponse, error) {
 	return &rmqpb.RecallMessageResponse{Status: notYet("RecallMessage")}, nil
 }

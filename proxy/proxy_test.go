@@ -51,10 +51,6 @@ func TestNotYetInBand(t *testing.T) {
 			r, err := m.QueryAssignment(ctx, nil)
 			return r.GetStatus(), err
 		},
-		"EndTransaction": func() (*rmqpb.Status, error) {
-			r, err := m.EndTransaction(ctx, nil)
-			return r.GetStatus(), err
-		},
 		"UpdateOffset": func() (*rmqpb.Status, error) {
 			r, err := m.UpdateOffset(ctx, nil)
 			return r.GetStatus(), err

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -21,6 +22,8 @@ type Server struct {
 	cl   *remoting.Client
 	log  hclog.Logger
 	done chan error
+	// registrar keeps the proxy registered at the brokers as a producer (txnregister.go).
+	registrar *producerRegistrar
 }
 
 // New listens on the gRPC port (port 0: a free one, see Addr) and starts serving.
@@ -41,9 +44,15 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ln: ln, log: log, done: make(chan error, 1)}
-	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting")})
-	m := &messaging{cfg: &s.cfg, cl: s.cl, log: log}
+	m := &messaging{cfg: &s.cfg, log: log, clients: newClientRegistry()}
+	// Brokers call back on the proxy's connections with transaction check-backs (transaction.go).
+	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting"),
+		Handlers: map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction}})
+	m.cl = s.cl
 	m.routes = newRouteCache(&s.cfg, s.cl)
+	m.registrar = newProducerRegistrar(fmt.Sprintf("mqproxy@%s@%d", ln.Addr(), os.Getpid()), s.cl, m.routes, m.clients, log.Named("txn"))
+	s.registrar = m.registrar
+	go m.registrar.run()
 	s.grpc = grpc.NewServer()
 	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
@@ -65,5 +74,6 @@ func (s *Server) Close(grace time.Duration) error {
 	case <-time.After(grace):
 		s.grpc.Stop()
 	}
+	s.registrar.close()
 	return s.cl.Close()
 }
