@@ -32,6 +32,7 @@ type messaging struct {
 	cl     *remoting.Client
 	log    hclog.Logger
 	next   atomic.Uint64 // round robin over write queues
+	groups groupTables   // subscription group tables of the brokers (groups.go)
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }
@@ -117,6 +118,7 @@ func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) err
 			p.ValidateMessageType = true
 		}
 		out.Metric = &rmqpb.Metric{On: false}
+		m.subscriptionSettings(stream.Context(), out)
 		if err := stream.Send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}

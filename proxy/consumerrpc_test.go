@@ -1,0 +1,84 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"rocketraft/broker/pop"
+	"rocketraft/protocol"
+	"rocketraft/proxy/rmqpb"
+)
+
+// TestReceiptHandleCarriesCommitLogOffset: the handle is the broker's checkpoint text plus the
+// commitlog offset, which the brokers' parser ignores and ForwardMessageToDeadLetterQueue reads;
+// a changed checkpoint keeps it.
+func TestReceiptHandleCarriesCommitLogOffset(t *testing.T) {
+	ck := pop.ExtraInfo{CkQueueOffset: 5, PopTime: 1700000000000, InvisibleTime: 30000, BrokerName: "broker-a", QueueID: 2, MsgQueueOffset: 7}
+	h := receiptHandle(ck.String(), 123456)
+	ei, err := pop.ParseExtraInfo(h)
+	if err != nil || ei != (pop.ExtraInfo{CkQueueOffset: 5, PopTime: 1700000000000, InvisibleTime: 30000, RetryFlag: "0", BrokerName: "broker-a", QueueID: 2, MsgQueueOffset: 7}) {
+		t.Fatalf("the brokers' parser reads %+v, %v from %q", ei, err, h)
+	}
+	if off, ok := handleCommitLogOffset(h); !ok || off != 123456 {
+		t.Fatalf("commitlog offset %d %v", off, ok)
+	}
+	if _, ok := handleCommitLogOffset(ck.String()); ok {
+		t.Fatal("a bare checkpoint has no commitlog offset")
+	}
+	ck.PopTime++
+	if got := withSameCommitLogOffset(ck.String(), h); got != receiptHandle(ck.String(), 123456) {
+		t.Fatalf("changed handle %q", got)
+	}
+}
+
+// TestBackoffPolicy: max attempts is retryMaxTimes + 1; the default policy is the customized
+// delay levels, a group's EXPONENTIAL policy is passed on.
+func TestBackoffPolicy(t *testing.T) {
+	gc := protocol.NewSubscriptionGroupConfig("G")
+	gc.RetryMaxTimes = 2
+	rp := backoffPolicy(gc)
+	if rp.GetMaxAttempts() != 3 || len(rp.GetCustomizedBackoff().GetNext()) != 18 || rp.GetCustomizedBackoff().GetNext()[1].AsDuration() != 5*time.Second {
+		t.Fatalf("default policy %v", rp)
+	}
+	gc.GroupRetryPolicy = json.RawMessage(`{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":3}}`)
+	rp = backoffPolicy(gc)
+	e := rp.GetExponentialBackoff()
+	if e.GetInitial().AsDuration() != time.Second || e.GetMax().AsDuration() != time.Minute || e.GetMultiplier() != 3 {
+		t.Fatalf("exponential policy %v", rp)
+	}
+}
+
+// TestConsumerRPCsBadInput: requests without topic, group or queue are answered in-band.
+func TestConsumerRPCsBadInput(t *testing.T) {
+	m := &messaging{}
+	ctx := context.Background()
+	qa, err := m.QueryAssignment(ctx, &rmqpb.QueryAssignmentRequest{Group: &rmqpb.Resource{Name: "G"}})
+	if err != nil || qa.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_TOPIC {
+		t.Errorf("QueryAssignment without topic: %v %v", qa, err)
+	}
+	fw, err := m.ForwardMessageToDeadLetterQueue(ctx, &rmqpb.ForwardMessageToDeadLetterQueueRequest{})
+	if err != nil || fw.GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST {
+		t.Errorf("ForwardMessageToDeadLetterQueue without group: %v %v", fw, err)
+	}
+	fw, err = m.ForwardMessageToDeadLetterQueue(ctx, &rmqpb.ForwardMessageToDeadLetterQueueRequest{
+		Group: &rmqpb.Resource{Name: "G"}, Topic: &rmqpb.Resource{Name: "T"}, ReceiptHandle: "garbage"})
+	if err != nil || fw.GetStatus().GetCode() != rmqpb.Code_INVALID_RECEIPT_HANDLE {
+		t.Errorf("ForwardMessageToDeadLetterQueue with a bad handle: %v %v", fw, err)
+	}
+	uo, err := m.UpdateOffset(ctx, &rmqpb.UpdateOffsetRequest{Group: &rmqpb.Resource{Name: "G"},
+		MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}, Id: -1}})
+	if err != nil || uo.GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST {
+		t.Errorf("UpdateOffset of queue -1: %v %v", uo, err)
+	}
+	gofs, err := m.GetOffset(ctx, &rmqpb.GetOffsetRequest{MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}}})
+	if err != nil || gofs.GetStatus().GetCode() != rmqpb.Code_ILLEGAL_CONSUMER_GROUP {
+		t.Errorf("GetOffset without group: %v %v", gofs, err)
+	}
+	qo, err := m.QueryOffset(ctx, &rmqpb.QueryOffsetRequest{MessageQueue: &rmqpb.MessageQueue{Topic: &rmqpb.Resource{Name: "T"}},
+		QueryOffsetPolicy: rmqpb.QueryOffsetPolicy_TIMESTAMP})
+	if err != nil || qo.GetStatus().GetCode() != rmqpb.Code_BAD_REQUEST {
+		t.Errorf("QueryOffset TIMESTAMP without a timestamp: %v %v", qo, err)
+	}
+}
