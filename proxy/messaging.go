@@ -118,7 +118,7 @@ func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) err
 			p.ValidateMessageType = true
 		}
 		out.Metric = &rmqpb.Metric{On: false}
-		m.subscriptionSettings(stream.Context(), out)
+		m.serverSettings(stream.Context(), out)
 		if err := stream.Send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}

@@ -17,11 +17,26 @@ const receiveBatchSize = 32
 // auto_renew and no invisible duration, and acks or nacks each message when its listener returns.
 const defaultAutoRenewInvisible = 60 * time.Second
 
-// subscriptionSettings fills what the server decides in a consumer's Settings: the receive batch
-// size, the long-polling bound, whether the group is FIFO and its retry policy (max attempts and
-// backoff, from the group's config on a broker of its first subscribed topic). The push consumer
-// adopts these at its first Settings answer.
-func (m *messaging) subscriptionSettings(ctx context.Context, s *rmqpb.Settings) {
+// Producers' retry policy (Apache's proxy defaults): 3 attempts, exponential backoff from 10 ms
+// to 1 s. The Node client cannot start without one in the Settings answer.
+const (
+	producerMaxAttempts    = 3
+	producerBackoffInitial = 10 * time.Millisecond
+	producerBackoffMax     = time.Second
+	producerBackoffFactor  = 2
+)
+
+// serverSettings fills what the server decides in a client's Settings. A producer gets its retry
+// policy. A consumer gets the receive batch size, the long-polling bound, whether the group is
+// FIFO and its retry policy (max attempts and backoff, from the group's config on a broker of its
+// first subscribed topic); the push consumer adopts these at its first Settings answer.
+func (m *messaging) serverSettings(ctx context.Context, s *rmqpb.Settings) {
+	if s.GetPublishing() != nil {
+		s.BackoffPolicy = &rmqpb.RetryPolicy{MaxAttempts: producerMaxAttempts, Strategy: &rmqpb.RetryPolicy_ExponentialBackoff{
+			ExponentialBackoff: &rmqpb.ExponentialBackoff{Initial: durationpb.New(producerBackoffInitial), Max: durationpb.New(producerBackoffMax), Multiplier: producerBackoffFactor},
+		}}
+		return
+	}
 	sub := s.GetSubscription()
 	if sub == nil {
 		return
