@@ -135,19 +135,42 @@ func checkReceivedOnce(t testing.TB, who string, want []nodeMsg, ev []nodeEvent)
 	}
 }
 
-// nodeSimpleConsumer: the Node SimpleConsumer receives and acks what Go 4.x and 5.x producers
-// sent, each message once.
+// nodeSimpleConsumer: the Node SimpleConsumer, which receives through the queues with id 0 of the
+// route only, receives and acks what Go 4.x and 5.x producers sent to all four queues, each
+// message once; a message it hands to ForwardMessageToDeadLetterQueue is found in the group's DLQ.
 func nodeSimpleConsumer(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer) {
 	topic, group := uniq("NodeSC"), uniq("GNodeSC")
 	sendFirst(t, p4, topic, "create-topic")
 	r := startNode(t, "simple-consume", 90*time.Second, map[string]string{
-		"endpoint": px.addr, "topic": topic, "group": group, "count": "20", "prefix": "sc", "linger": "3000"})
+		"endpoint": px.addr, "topic": topic, "group": group, "count": "21", "prefix": "sc", "dlq": "scdlq", "linger": "3000"})
 	r.waitFor(t, 30*time.Second, "ready", func(e nodeEvent) bool { return e.Event == "ready" })
 	warmUp(t, p4, topic, r)
 	want := append(send4x(t, p4, topic, "sc4", 10), send5x(t, newV5Producer(t, px.addr, topic), topic, "sc5", 10)...)
+	dead := send4x(t, p4, topic, "scdlq", 1)[0]
 	ev := r.wait(t, 120*time.Second)
-	checkReceivedOnce(t, "Node SimpleConsumer", want, ev)
-	t.Logf("Node SimpleConsumer: %d messages from Go 4.x and 5.x producers received once each and acked (%d receptions in all)", len(want), len(receivedEvents(ev)))
+	checkReceivedOnce(t, "Node SimpleConsumer", append(want, dead), ev)
+	var fw []nodeEvent
+	for _, e := range ev {
+		if e.Event == "result" && e.RPC == "ForwardMessageToDeadLetterQueue" {
+			fw = append(fw, e)
+		}
+	}
+	if len(fw) != 1 || fw[0].Code != grpcOK {
+		t.Fatalf("ForwardMessageToDeadLetterQueue: %+v, want one OK", fw)
+	}
+	dlq := "%DLQ%" + group
+	eventually(t, 30*time.Second, dead.body+" in "+dlq, func() error {
+		recs, _, err := rawPull(c.b.addr, uniq("READ_DLQ"), dlq, 0, 0, "*")
+		if err != nil {
+			return err
+		}
+		if len(recs) != 1 || string(recs[0].Body) != dead.body || recs[0].Properties["UNIQ_KEY"] != dead.id {
+			return fmt.Errorf("%s holds %v, want %s alone", dlq, recBodies(recs), dead.body)
+		}
+		return nil
+	})
+	t.Logf("Node SimpleConsumer: %d messages from Go 4.x and 5.x producers received once each and acked (%d receptions in all); %s forwarded to %s",
+		len(want), len(receivedEvents(ev)), dead.body, dlq)
 }
 
 // nodePushConsumer: the Node PushConsumer, whose queues come from QueryAssignment, consumes what

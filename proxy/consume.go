@@ -54,6 +54,9 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 		return status(fail(rmqpb.Code_NOT_IMPLEMENTED, "filter type %s is not served by this proxy yet (TAG only)", ft))
 	}
 	poll := maxPollWindow
+	if lp := req.GetLongPollingTimeout().AsDuration(); lp > 0 {
+		poll = min(poll, lp) // the client's await time (the Node client sets it)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		// Answer before the client's deadline (its await time plus its request timeout).
 		poll = min(poll, time.Until(dl)-2*time.Second)

@@ -15,7 +15,8 @@
 // received and settled like any other) and keep running --linger ms after reaching --count.
 //
 // Modes (more, e.g. FIFO or transactional variants, can be added to the table at the bottom):
-//   simple-consume  SimpleConsumer: receive and ack until --count distinct bodies were seen.
+//   simple-consume  SimpleConsumer: receive and ack until --count distinct bodies were seen; a
+//                   body starting with --dlq is instead handed to ForwardMessageToDeadLetterQueue.
 //   push-consume    PushConsumer (QueryAssignment): consume until --count distinct bodies
 //                   succeeded; a body starting with --fail makes the listener fail (redelivery).
 //   produce         Producer: send --count messages "<prefix>-<i>" with a tag, keys and a property.
@@ -47,10 +48,12 @@ function emit(event, fields) {
 }
 
 // The client's log, to stderr (the default writes under $HOME/logs).
+const { format } = require('node:util');
+
 const logger = {
-  info: (...a) => console.error('INFO', ...a),
-  warn: (...a) => console.error('WARN', ...a),
-  error: (...a) => console.error('ERROR', ...a),
+  info: (...a) => console.error('INFO', format(...a)),
+  warn: (...a) => console.error('WARN', format(...a)),
+  error: (...a) => console.error('ERROR', format(...a)),
 };
 
 function required(name) {
@@ -109,8 +112,12 @@ async function simpleConsume() {
       }
       for (const mv of msgs) {
         emit('recv', viewFields(mv));
-        await c.ack(mv);
         const body = mv.body.toString('utf8');
+        if (opts.dlq && body.startsWith(opts.dlq)) {
+          await forwardToDLQ(c, mv);
+        } else {
+          await c.ack(mv);
+        }
         if (body.startsWith(countPrefix)) seen.add(body);
       }
     }
@@ -118,6 +125,22 @@ async function simpleConsume() {
     emit('done', { distinct: seen.size });
     await c.shutdown();
   }
+}
+
+// forwardToDLQ is what a FIFO push consumer does with a message out of attempts, done by hand.
+async function forwardToDLQ(c, mv) {
+  const pb = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/service_pb');
+  const def = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
+  const req = new pb.ForwardMessageToDeadLetterQueueRequest()
+    .setGroup(new def.Resource().setName(required('group')))
+    .setTopic(new def.Resource().setName(mv.topic))
+    .setReceiptHandle(mv.receiptHandle)
+    .setMessageId(mv.messageId)
+    .setDeliveryAttempt(mv.deliveryAttempt || 1)
+    .setMaxDeliveryAttempts(1);
+  const res = await c.forwardMessageToDeadLetterQueueViaRpc(mv.endpoints, req, 5000);
+  const st = res.getStatus();
+  emit('result', { rpc: 'ForwardMessageToDeadLetterQueue', body: mv.body.toString('utf8'), code: st ? st.getCode() : -1, message: st ? st.getMessage() : '' });
 }
 
 async function pushConsume() {
