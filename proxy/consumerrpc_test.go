@@ -82,3 +82,72 @@ func TestConsumerRPCsBadInput(t *testing.T) {
 		t.Errorf("QueryOffset TIMESTAMP without a timestamp: %v %v", qo, err)
 	}
 }
+
+// testMessaging is a messaging whose route of topic and group table of the broker at addr are
+// cached (nothing is asked of a name server or broker while they are fresh).
+func testMessaging(topic string, r *protocol.TopicRouteData, addr string, groups map[string]*protocol.SubscriptionGroupConfig) *messaging {
+	cfg := DefaultConfig()
+	cfg.RouteTTL = time.Hour
+	m := &messaging{cfg: &cfg, routes: newRouteCache(&cfg, nil)}
+	m.routes.m[topic] = cachedRoute{r: r, at: time.Now()}
+	m.groups.m = map[string]cachedGroups{addr: {t: groups, at: time.Now()}}
+	return m
+}
+
+// TestQueryAssignmentOnePerGroup: a concurrent group gets one assignment per readable broker
+// group with a master, queue id -1, at the endpoints the client used; groups without a master or
+// read permission get none.
+func TestQueryAssignmentOnePerGroup(t *testing.T) {
+	r := &protocol.TopicRouteData{
+		QueueDatas: []*protocol.QueueData{
+			{BrokerName: "a", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6},
+			{BrokerName: "b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6},
+			{BrokerName: "c", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 2},
+		},
+		BrokerDatas: []*protocol.BrokerData{
+			{BrokerName: "a", BrokerAddrs: map[int64]string{0: "127.0.0.1:1"}},
+			{BrokerName: "b", BrokerAddrs: map[int64]string{1: "127.0.0.1:2"}}, // no master now
+			{BrokerName: "c", BrokerAddrs: map[int64]string{0: "127.0.0.1:3"}},
+		},
+	}
+	m := testMessaging("T", r, "127.0.0.1:1", nil)
+	ep := &rmqpb.Endpoints{Addresses: []*rmqpb.Address{{Host: "127.0.0.1", Port: 8081}}}
+	resp, err := m.QueryAssignment(context.Background(), &rmqpb.QueryAssignmentRequest{
+		Topic: &rmqpb.Resource{Name: "T"}, Group: &rmqpb.Resource{Name: "G"}, Endpoints: ep})
+	if err != nil || resp.GetStatus().GetCode() != rmqpb.Code_OK || len(resp.GetAssignments()) != 1 {
+		t.Fatalf("QueryAssignment: %v %v; want OK with one assignment", resp, err)
+	}
+	mq := resp.GetAssignments()[0].GetMessageQueue()
+	if mq.GetId() != -1 || mq.GetBroker().GetName() != "a" || mq.GetBroker().GetEndpoints().GetAddresses()[0].GetPort() != 8081 || mq.GetPermission() != rmqpb.Permission_READ {
+		t.Fatalf("assignment %v: want queue -1 of a, at the client's endpoints, READ", mq)
+	}
+}
+
+// TestServerSettings: a producer is told Apache's exponential backoff; a push consumer the batch
+// size, long-polling bound, fifo=false and its group's retry policy (retryMaxTimes + 1 attempts).
+func TestServerSettings(t *testing.T) {
+	r := &protocol.TopicRouteData{
+		QueueDatas:  []*protocol.QueueData{{BrokerName: "a", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6}},
+		BrokerDatas: []*protocol.BrokerData{{BrokerName: "a", BrokerAddrs: map[int64]string{0: "127.0.0.1:1"}}},
+	}
+	gc := protocol.NewSubscriptionGroupConfig("G")
+	gc.RetryMaxTimes = 4
+	m := testMessaging("T", r, "127.0.0.1:1", map[string]*protocol.SubscriptionGroupConfig{"G": gc})
+	ctx := context.Background()
+
+	pub := &rmqpb.Settings{PubSub: &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{}}}
+	m.serverSettings(ctx, pub)
+	if e := pub.GetBackoffPolicy().GetExponentialBackoff(); pub.GetBackoffPolicy().GetMaxAttempts() != 3 || e.GetInitial().AsDuration() != 10*time.Millisecond || e.GetMax().AsDuration() != time.Second {
+		t.Fatalf("producer settings %v", pub)
+	}
+
+	sub := &rmqpb.Settings{PubSub: &rmqpb.Settings_Subscription{Subscription: &rmqpb.Subscription{
+		Group:         &rmqpb.Resource{Name: "G"},
+		Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: "T"}}},
+	}}}
+	m.serverSettings(ctx, sub)
+	s := sub.GetSubscription()
+	if s.GetReceiveBatchSize() != 32 || s.GetFifo() || s.GetLongPollingTimeout().AsDuration() != 20*time.Second || sub.GetBackoffPolicy().GetMaxAttempts() != 5 {
+		t.Fatalf("consumer settings %v", sub)
+	}
+}
