@@ -41,6 +41,10 @@ func (m *messaging) serverSettings(ctx context.Context, s *rmqpb.Settings) {
 	if sub == nil {
 		return
 	}
+	// A client waits for this answer before it starts: the lookups below are bounded, and what
+	// they cannot find is left to the client's defaults.
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
+	defer cancel()
 	group := sub.GetGroup().GetName()
 	batch := int32(receiveBatchSize)
 	fifo := m.groupOrderly(ctx, group)
