@@ -43,6 +43,10 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 		return status(fail(rmqpb.Code_BAD_REQUEST, "group and topic are required"))
 	}
 	inv := req.GetInvisibleDuration().AsDuration()
+	if req.GetAutoRenew() && req.GetInvisibleDuration() == nil {
+		// A push consumer: it settles each message when its listener returns (settings.go).
+		inv = defaultAutoRenewInvisible
+	}
 	if inv < minInvisibleDuration || inv > 12*time.Hour {
 		return status(fail(rmqpb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v: must be 10 s .. 12 h", inv))
 	}
@@ -50,6 +54,9 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 		return status(fail(rmqpb.Code_NOT_IMPLEMENTED, "filter type %s is not served by this proxy yet (TAG only)", ft))
 	}
 	poll := maxPollWindow
+	if lp := req.GetLongPollingTimeout().AsDuration(); lp > 0 {
+		poll = min(poll, lp) // the client's await time (the Node client sets it)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		// Answer before the client's deadline (its await time plus its request timeout).
 		poll = min(poll, time.Until(dl)-2*time.Second)
@@ -95,6 +102,9 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 	if err != nil {
 		return status(fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "pop from %s: %v", brokerName, err))
 	}
+	if msgs = m.overAttempts(ctx, addr, group, topic, msgs); len(msgs) == 0 {
+		return status(fail(rmqpb.Code_MESSAGE_NOT_FOUND, "no new message"))
+	}
 	if err := status(ok()); err != nil {
 		return err
 	}
@@ -110,7 +120,7 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 func toGRPC(msg *message.Message, inv time.Duration) *rmqpb.Message {
 	props := message.ParseProperties(msg.Properties)
 	sp := &rmqpb.SystemProperties{
-		MessageId:         props[message.PropertyUniqClientMessageID],
+		MessageId:         messageID(msg, props),
 		BodyEncoding:      rmqpb.Encoding_IDENTITY,
 		MessageType:       rmqpb.MessageType_NORMAL,
 		BornTimestamp:     timestamppb.New(time.UnixMilli(msg.BornTimestamp)),
@@ -130,7 +140,8 @@ func toGRPC(msg *message.Message, inv time.Duration) *rmqpb.Message {
 		sp.Keys = strings.Fields(keys)
 	}
 	if ck, ok := props[popPropertyCK]; ok {
-		sp.ReceiptHandle = &ck
+		h := receiptHandle(ck, msg.PhysicalOffset)
+		sp.ReceiptHandle = &h
 	}
 	if g := props[propertyShardingKey]; g != "" {
 		sp.MessageType = rmqpb.MessageType_FIFO
@@ -183,16 +194,19 @@ func (m *messaging) AckMessage(ctx context.Context, req *rmqpb.AckMessageRequest
 func (m *messaging) ChangeInvisibleDuration(ctx context.Context, req *rmqpb.ChangeInvisibleDurationRequest) (*rmqpb.ChangeInvisibleDurationResponse, error) {
 	var handle string
 	inv := req.GetInvisibleDuration().AsDuration()
-	if inv <= 0 || inv > 12*time.Hour {
-		return &rmqpb.ChangeInvisibleDurationResponse{Status: fail(rmqpb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v: must be positive, at most 12 h", inv)}, nil
+	if inv < 0 || inv > 12*time.Hour {
+		return &rmqpb.ChangeInvisibleDurationResponse{Status: fail(rmqpb.Code_ILLEGAL_INVISIBLE_TIME, "invisible duration %v: must not be negative, at most 12 h", inv)}, nil
 	}
+	// 0 (a consumer without a backoff policy retrying at once): visible again at once; the
+	// brokers take at least 1 ms.
+	inv = max(inv, time.Millisecond)
 	st := m.checkpointOp(ctx, remoting.ChangeMessageInvisibleTime, req.GetGroup().GetName(), req.GetTopic().GetName(), req.GetReceiptHandle(),
 		func(ext map[string]string, ei pop.ExtraInfo) func(*remoting.Command) {
 			ext["invisibleTime"] = strconv.FormatInt(inv.Milliseconds(), 10)
 			return func(r *remoting.Command) {
 				ei.PopTime, _ = strconv.ParseInt(r.Ext("popTime"), 10, 64)
 				ei.InvisibleTime, _ = strconv.ParseInt(r.Ext("invisibleTime"), 10, 64)
-				handle = ei.String()
+				handle = withSameCommitLogOffset(ei.String(), req.GetReceiptHandle())
 			}
 		})
 	return &rmqpb.ChangeInvisibleDurationResponse{Status: st, ReceiptHandle: handle}, nil

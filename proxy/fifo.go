@@ -132,14 +132,3 @@ func (m *messaging) pickQueueFor(ctx context.Context, topic, group string) (addr
 	}
 	return master, c.name, c.id, nil
 }
-
-// fillFifo sets a consumer's subscription settings' fifo from its group's consumeMessageOrderly
-// (Telemetry). The group config is read through a broker of the first subscribed topic.
-func (m *messaging) fillFifo(ctx context.Context, sub *rmqpb.Subscription) {
-	group := sub.GetGroup().GetName()
-	if group == "" || len(sub.GetSubscriptions()) == 0 {
-		return
-	}
-	fifo := m.orderly(ctx, group, sub.GetSubscriptions()[0].GetTopic().GetName())
-	sub.Fifo = &fifo
-}

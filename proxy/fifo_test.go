@@ -39,7 +39,7 @@ func fifoTestProxy(typ string) *messaging {
 
 func TestAcceptTypes(t *testing.T) {
 	for typ, want := range map[string][]rmqpb.MessageType{
-		"":            {rmqpb.MessageType_NORMAL, rmqpb.MessageType_DELAY},
+		"":            {rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION},
 		"FIFO":        {rmqpb.MessageType_FIFO},
 		"TRANSACTION": {rmqpb.MessageType_TRANSACTION},
 		"MIXED":       {rmqpb.MessageType_NORMAL, rmqpb.MessageType_FIFO, rmqpb.MessageType_DELAY, rmqpb.MessageType_TRANSACTION},
@@ -110,9 +110,9 @@ func TestPickQueueForGroup(t *testing.T) {
 	}
 }
 
-// TestFillFifo: a consumer's settings carry fifo = its group's consumeMessageOrderly; a group the
+// TestSettingsFifo: a consumer's settings carry fifo = its group's consumeMessageOrderly; a group the
 // brokers do not know (nil config) is not FIFO.
-func TestFillFifo(t *testing.T) {
+func TestSettingsFifo(t *testing.T) {
 	m := fifoTestProxy("FIFO")
 	gc := protocol.NewSubscriptionGroupConfig("G")
 	gc.ConsumeMessageOrderly = true
@@ -120,7 +120,7 @@ func TestFillFifo(t *testing.T) {
 	m.confs.groups.store("U", confEntry[*protocol.SubscriptionGroupConfig]{at: time.Now().Add(time.Hour)})
 	for group, want := range map[string]bool{"G": true, "U": false} {
 		sub := &rmqpb.Subscription{Group: &rmqpb.Resource{Name: group}, Subscriptions: []*rmqpb.SubscriptionEntry{{Topic: &rmqpb.Resource{Name: "T"}}}}
-		m.fillFifo(context.Background(), sub)
+		m.serverSettings(context.Background(), &rmqpb.Settings{PubSub: &rmqpb.Settings_Subscription{Subscription: sub}})
 		if sub.Fifo == nil || *sub.Fifo != want {
 			t.Errorf("group %s: fifo %v, want %v", group, sub.Fifo, want)
 		}

@@ -129,9 +129,7 @@ func (m *messaging) Telemetry(stream rmqpb.MessagingService_TelemetryServer) err
 			p.ValidateMessageType = true
 		}
 		out.Metric = &rmqpb.Metric{On: false}
-		if sub := out.GetSubscription(); sub != nil {
-			m.fillFifo(stream.Context(), sub) // fifo.go
-		}
+		m.serverSettings(stream.Context(), out) // settings.go: retry policies, batch size, fifo
 		if err := c.send(&rmqpb.TelemetryCommand{Status: ok(), Command: &rmqpb.TelemetryCommand_Settings{Settings: out}}); err != nil {
 			return nil
 		}

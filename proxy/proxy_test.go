@@ -47,12 +47,12 @@ func TestNotYetInBand(t *testing.T) {
 	m := &messaging{}
 	ctx := context.Background()
 	for name, call := range map[string]func() (*rmqpb.Status, error){
-		"QueryAssignment": func() (*rmqpb.Status, error) {
-			r, err := m.QueryAssignment(ctx, nil)
+		"RecallMessage": func() (*rmqpb.Status, error) {
+			r, err := m.RecallMessage(ctx, nil)
 			return r.GetStatus(), err
 		},
-		"UpdateOffset": func() (*rmqpb.Status, error) {
-			r, err := m.UpdateOffset(ctx, nil)
+		"SyncLiteSubscription": func() (*rmqpb.Status, error) {
+			r, err := m.SyncLiteSubscription(ctx, nil)
 			return r.GetStatus(), err
 		},
 	} {
