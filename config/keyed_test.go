@@ -1,0 +1,63 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// keyedTest is a stand-in for a JSON-configured program's struct.
+type keyedTest struct {
+	Addr  string `prop:"namesrvAddr"`
+	Port  int    `prop:"grpcServerPort"`
+	On    bool   `prop:"aclEnable"`
+	Plain string // not a key
+}
+
+func TestLoadJSON(t *testing.T) {
+	file := JSONFile{Name: "pc", Usage: "JSON file"}
+	path := filepath.Join(t.TempDir(), "rmq-proxy.json")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"namesrvAddr": "a:1", "grpcServerPort": 9000, "aclEnable": true}`)
+	c := keyedTest{Port: 8081}
+	// -pc with one dash (Apache's spelling); flags win over the file; -n is namesrvAddr.
+	if err := LoadJSON("p", &c, file, map[string]string{"namesrvAddr": "n"}, []string{"-pc", path, "-n", "b:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != "b:2" || c.Port != 9000 || !c.On {
+		t.Fatalf("got %+v", c)
+	}
+	c = keyedTest{}
+	if err := LoadJSON("p", &c, file, nil, []string{"--grpcServerPort=7", "--pc=" + path}); err != nil || c.Port != 7 || c.Addr != "a:1" {
+		t.Fatalf("got %+v %v", c, err)
+	}
+	for _, tc := range []struct {
+		file string
+		args []string
+		key  string
+	}{
+		{`{"grpcServerPort": "x"}`, nil, "grpcServerPort"},
+		{`{"remotingListenPort": 8080}`, nil, "remotingListenPort"},
+		{`{"aclEnable": [1]}`, nil, "aclEnable"},
+		{`{}`, []string{"--aclEnable=maybe"}, "aclEnable"},
+	} {
+		write(tc.file)
+		err := LoadJSON("p", &keyedTest{}, file, nil, append([]string{"-pc", path}, tc.args...))
+		var ke *KeyError
+		if !errors.As(err, &ke) || ke.Key != tc.key || !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("%s %v: %v, want an error naming %s", tc.file, tc.args, err, tc.key)
+		}
+	}
+	if err := LoadJSON("p", &keyedTest{}, file, nil, []string{"--noSuchKey=1"}); err == nil || !strings.Contains(err.Error(), "noSuchKey") {
+		t.Errorf("unknown flag: %v", err)
+	}
+	if u := JSONUsage("p", &keyedTest{Port: 8081}, file, nil); !strings.Contains(u, "--grpcServerPort") || !strings.Contains(u, "--pc") {
+		t.Errorf("usage:\n%s", u)
+	}
+}
