@@ -32,6 +32,9 @@ type messaging struct {
 	cl     *remoting.Client
 	log    hclog.Logger
 	next   atomic.Uint64 // round robin over write queues
+	// stopping closes when the proxy starts shutting down (Server.Close): a long poll waiting
+	// on a broker then ends at once (the stream's context is cancelled too, interceptors.go).
+	stopping <-chan struct{}
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }
