@@ -13,4 +13,9 @@
 // filters), AckMessage and ChangeInvisibleDuration (consume.go). NotifyClientTermination is
 // answered OK; the other RPCs answer an in-band NOT_IMPLEMENTED (notyet.go). It keeps no durable
 // state.
+//
+// Operations (docs/proxy.md): the keys of rmq-proxy.json (config.go); ACL on the clients'
+// authorization header (auth.go), metrics (metrics.go) and a graceful stop that ends streams
+// with OK, all applied around the RPCs by interceptors (interceptors.go); a log line per client
+// connection (stats.go); the proxy inside a broker, mqbroker --enable-proxy (local.go).
 package proxy
