@@ -61,3 +61,21 @@ func TestLoadJSON(t *testing.T) {
 		t.Errorf("usage:\n%s", u)
 	}
 }
+
+// TestBrokerEnableProxy: --enable-proxy alone turns local mode on, grpcServerPort defaults to
+// 8081 and must not collide with the broker's own ports; local mode needs name servers.
+func TestBrokerEnableProxy(t *testing.T) {
+	b, _, err := LoadBroker([]string{"--enable-proxy", "-n", "127.0.0.1:9876"})
+	if err != nil || !b.EnableProxy || b.GrpcServerPort != 8081 {
+		t.Fatalf("got enableProxy=%v grpcServerPort=%d, %v", b != nil && b.EnableProxy, b.GrpcServerPort, err)
+	}
+	if _, _, err := LoadBroker([]string{"--enable-proxy", "-n", "127.0.0.1:9876", "--grpcServerPort=10911"}); err == nil || !strings.Contains(err.Error(), "grpcServerPort") {
+		t.Fatalf("grpcServerPort equal to listenPort: %v", err)
+	}
+	if _, _, err := LoadBroker([]string{"--enableProxy=true", "--namesrvAddr="}); err == nil || !strings.Contains(err.Error(), "namesrvAddr") {
+		t.Fatalf("local mode without name servers: %v", err)
+	}
+	if !strings.Contains(BrokerUsage(), "--enable-proxy") {
+		t.Fatal("the usage does not show --enable-proxy")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -141,7 +142,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		return refuse(st)
 	}
 	err := handler(srv, w)
-	result := w.result
+	result := w.firstResult()
 	if result == "" || err != nil {
 		result = resultOf(nil, err)
 	}
@@ -160,7 +161,23 @@ type guardedStream struct {
 	bidi       bool
 	pending    proto.Message // the request already read
 	group      string        // ReceiveMessage's consumer group
+	mu         sync.Mutex    // guards result: a handler may send from another goroutine
 	result     string        // the first in-band status sent
+}
+
+// noteResult keeps the first in-band status code the call answered.
+func (w *guardedStream) noteResult(st *rmqpb.Status) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.result == "" {
+		w.result = st.GetCode().String()
+	}
+}
+
+func (w *guardedStream) firstResult() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.result
 }
 
 func (w *guardedStream) Context() context.Context { return w.ctx }
@@ -190,7 +207,7 @@ func (w *guardedStream) RecvMsg(m any) error {
 		if r, ok := withStatus(w.fullMethod, st); ok {
 			_ = w.ServerStream.SendMsg(r)
 		}
-		w.result = st.GetCode().String()
+		w.noteResult(st)
 		return io.EOF
 	}
 	proto.Merge(m.(proto.Message), fresh)
@@ -202,12 +219,12 @@ func (w *guardedStream) SendMsg(m any) error {
 	case *rmqpb.ReceiveMessageResponse:
 		if msg := r.GetMessage(); msg != nil {
 			w.s.metrics.delivered(w.group, msg)
-		} else if st := r.GetStatus(); st != nil && w.result == "" {
-			w.result = st.GetCode().String()
+		} else if st := r.GetStatus(); st != nil {
+			w.noteResult(st)
 		}
 	case statusHolder:
-		if st := r.GetStatus(); st != nil && w.result == "" {
-			w.result = st.GetCode().String()
+		if st := r.GetStatus(); st != nil {
+			w.noteResult(st)
 		}
 	}
 	return w.ServerStream.SendMsg(m)

@@ -88,7 +88,7 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
 	log.Info("proxy serving RocketMQ 5 gRPC, TLS and plaintext on one port", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
 		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""],
-		"acl", cfg.AclEnable, "metrics", s.metricsAddr)
+		"acl", cfg.AclEnable, "metrics", map[bool]string{true: "off", false: s.metricsAddr}[s.metricsAddr == ""])
 	return s, nil
 }
 
