@@ -45,9 +45,11 @@ type Broker struct {
 
 	// Local proxy (Apache's "local mode", mqbroker --enable-proxy): the RocketMQ 5 gRPC proxy
 	// (package proxy) runs inside the broker process on grpcServerPort, with the broker's name
-	// servers, cluster name, ACL file and account. Default off; port 8081.
-	EnableProxy    bool `prop:"enableProxy" alias:"enable-proxy"`
-	GrpcServerPort int  `prop:"grpcServerPort"`
+	// servers, cluster name, ACL file and account. Default off; port 8081. proxyConfigPath
+	// (ours) names an rmq-proxy.json whose keys override those (metrics, TLS, ...).
+	EnableProxy     bool   `prop:"enableProxy" alias:"enable-proxy"`
+	GrpcServerPort  int    `prop:"grpcServerPort"`
+	ProxyConfigPath string `prop:"proxyConfigPath"`
 
 	// MaxProcs (ours): how many CPUs the broker's Go scheduler runs on at once (GOMAXPROCS).
 	// 0 = automatic (see Procs): a node of a group whose peers all live on this host gets its

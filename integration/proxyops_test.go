@@ -394,12 +394,17 @@ func TestProxyACL(t *testing.T) {
 }
 
 // TestProxyLocalMode: a classic broker started with --enable-proxy serves RocketMQ 5 clients on
-// its grpcServerPort; a 5.x producer and SimpleConsumer send and receive through it.
+// its grpcServerPort; a 5.x producer and SimpleConsumer send and receive through it, and the
+// proxy's metrics, turned on by the broker's proxyConfigPath file, count them.
 func TestProxyLocalMode(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	gport := freePort(t)
-	b := startBroker(t, ns, withFlag("enable-proxy", "true"), withProp("grpcServerPort", strconv.Itoa(gport)))
+	gport, mport := freePort(t), freePort(t)
+	pc := filepath.Join(t.TempDir(), "rmq-proxy.json")
+	if err := os.WriteFile(pc, []byte(fmt.Sprintf(`{"metricsExporterType": "PROM", "metricsPromExporterPort": %d}`, mport)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := startBroker(t, ns, withFlag("enable-proxy", "true"), withProp("grpcServerPort", strconv.Itoa(gport)), withProp("proxyConfigPath", pc))
 	addr := "127.0.0.1:" + strconv.Itoa(gport)
 	topic, group := uniq("ProxyLocal"), uniq("GProxyLocal")
 	sendFirst(t, newProducer(t, &cluster{ns: ns, b: b}), topic, "create-topic")
@@ -423,5 +428,12 @@ func TestProxyLocalMode(t *testing.T) {
 	receiveAll(t, cons, want, 60*time.Second)
 	if !logContains(b, "local mode") {
 		t.Fatal("the broker's output does not announce the local proxy")
+	}
+	ss, err := scrapeMetrics(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := one(ss, "rocketmq_messages_in_total", map[string]string{"topic": topic, "node_type": "proxy"}); err != nil || v != 10 {
+		t.Fatalf("local proxy's rocketmq_messages_in_total for %s: %v (%v), want 10", topic, v, err)
 	}
 }

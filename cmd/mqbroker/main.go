@@ -72,12 +72,16 @@ func run() int {
 	var px *proxy.Server
 	if cfg.EnableProxy {
 		// Local mode: the RocketMQ 5 gRPC proxy in this process (docs/proxy.md).
-		if px, err = proxy.New(proxy.LocalConfig(cfg), logger.Named("proxy")); err != nil {
+		pcfg, err := proxy.LocalConfig(cfg)
+		if err == nil {
+			px, err = proxy.New(pcfg, logger.Named("proxy"))
+		}
+		if err != nil {
 			logger.Error("cannot start the local proxy", "error", err)
 			_ = b.Close()
 			return 1
 		}
-		fmt.Printf("The Proxy boot success. grpc=%s (local mode)\n", px.Addr())
+		fmt.Printf("The Proxy boot success. grpc=%s metrics=%s (local mode)\n", px.Addr(), px.MetricsAddr())
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
