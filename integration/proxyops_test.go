@@ -8,11 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -170,10 +167,10 @@ func TestProxyConfigKeys(t *testing.T) {
 	}
 }
 
-// TestProxyGracefulSIGTERM: with a 5.x producer sending from several goroutines and a
-// SimpleConsumer's long poll open, mqproxy gets SIGTERM: it exits 0 within a few seconds, every
-// send that was under way when the signal came succeeded (no transport error), the long poll
-// ended promptly without a transport error. Before that, /metrics showed the calls
+// TestProxyGracefulSIGTERM: mqproxy gets SIGTERM while a SimpleConsumer's long poll is open and
+// eight sends of a 5.x producer wait in it for a frozen (SIGSTOP) broker. The long poll ends at
+// once without a transport error; the proxy stays up until the sends are answered (all OK once
+// the broker thaws), then exits 0 within seconds. Before that, /metrics showed the calls
 // (rocketmq_rpc_latency, messages in and out) and the log had a line per connection.
 func TestProxyGracefulSIGTERM(t *testing.T) {
 	t.Parallel()
@@ -220,118 +217,88 @@ func TestProxyGracefulSIGTERM(t *testing.T) {
 	}
 
 	// The long poll: open when the signal comes.
-	polled := make(chan error, 1)
-	var pollEnd time.Time
+	type ended struct {
+		at  time.Time
+		err error
+	}
+	polled := make(chan ended, 1)
 	pollStart := time.Now()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_, err := cons.Receive(ctx, 16, 20*time.Second)
-		pollEnd = time.Now()
-		polled <- err
+		polled <- ended{time.Now(), err}
 	}()
-	// Senders of 256 KiB messages: each records when its sends started and how they ended, and
-	// shows the start of the send it has under way (0: none).
-	type result struct {
-		start, end time.Time
-		err        error
-	}
-	var mu sync.Mutex
-	var results []result
-	var current [4]atomic.Int64
-	sendCtx, stopSends := context.WithCancel(context.Background())
-	big := strings.Repeat("x", 256<<10)
-	for g := range current {
-		go func(g int) {
-			for i := 0; sendCtx.Err() == nil; i++ {
-				start := time.Now()
-				current[g].Store(start.UnixNano())
-				ctx, cancel := context.WithTimeout(sendCtx, 10*time.Second)
-				_, err := p.Send(ctx, &rmq.Message{Topic: busy, Body: []byte(fmt.Sprintf("live-%d-%d-%s", g, i, big))})
-				cancel()
-				current[g].Store(0)
-				mu.Lock()
-				results = append(results, result{start, time.Now(), err})
-				mu.Unlock()
-				if err != nil {
-					time.Sleep(50 * time.Millisecond)
-				}
-			}
-		}(g)
-	}
-	time.Sleep(1500 * time.Millisecond) // sends flowing, the poll parked at the broker
-	// Signal while a send begun at least a millisecond ago is under way.
-	eventually(t, 10*time.Second, "a send under way for 1 ms", func() error {
-		for i := range current {
-			if st := current[i].Load(); st != 0 && time.Since(time.Unix(0, st)) > time.Millisecond {
-				return nil
-			}
+	time.Sleep(500 * time.Millisecond) // the poll parked at the broker
+
+	// Sends in flight at the signal: with the broker frozen they reach the proxy and wait there
+	// for its answer.
+	c.b.signal(t, syscall.SIGSTOP)
+	frozen := true
+	defer func() {
+		if frozen {
+			c.b.signal(t, syscall.SIGCONT)
 		}
-		return errors.New("no send under way")
-	})
+	}()
+	const inFlight = 8
+	sends := make(chan ended, inFlight)
+	for i := 0; i < inFlight; i++ {
+		go func(i int) {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			_, err := p.Send(ctx, &rmq.Message{Topic: busy, Body: []byte(fmt.Sprintf("in-flight-%d", i))})
+			sends <- ended{time.Now(), err}
+		}(i)
+	}
+	time.Sleep(time.Second) // every send is at the proxy, waiting on the frozen broker
 	term := time.Now()
-	if !px.signalAndWait(syscall.SIGTERM, 15*time.Second) {
-		t.Fatal("mqproxy still running 15 s after SIGTERM")
+	if px.signalAndWait(syscall.SIGTERM, 500*time.Millisecond) {
+		t.Fatal("mqproxy exited with sends in flight instead of letting them finish")
 	}
-	exited := time.Since(term)
-	// The sends under way at the signal end at once (answered); those begun later keep
-	// retrying against the stopped proxy and are not waited for.
-	stopSends()
-	eventually(t, 10*time.Second, "the sends begun before SIGTERM ended", func() error {
-		for i := range current {
-			if st := current[i].Load(); st != 0 && st < term.UnixNano() {
-				return fmt.Errorf("sender %d still sending since %v", i, time.Unix(0, st))
+	var pe ended
+	select {
+	case pe = <-polled:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the long poll begun %v before SIGTERM was still open 3 s after it", term.Sub(pollStart))
+	}
+	if pe.at.Before(term) {
+		t.Fatalf("the long poll ended (%v) before SIGTERM", pe.err)
+	}
+	var rpcErr *rmq.ErrRpcStatus
+	if pe.err != nil && !errors.As(pe.err, &rpcErr) {
+		t.Fatalf("the long poll ended with a transport error: %v", pe.err)
+	}
+	thawed := time.Now()
+	c.b.signal(t, syscall.SIGCONT)
+	frozen = false
+	for i := 0; i < inFlight; i++ {
+		select {
+		case r := <-sends:
+			if r.err != nil {
+				t.Fatalf("a send in flight at SIGTERM failed: %v", r.err)
 			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of the %d sends in flight at SIGTERM unanswered 10 s after the broker thawed", inFlight-i, inFlight)
 		}
-		return nil
-	})
-	mu.Lock()
-	done := slices.Clone(results)
-	mu.Unlock()
+	}
+	if !px.signalAndWait(syscall.Signal(0), 10*time.Second) {
+		t.Fatal("mqproxy still running 10 s after its last call in flight was answered")
+	}
+	exited := time.Since(thawed)
 	if err := px.exited(); !strings.Contains(err.Error(), "exited (<nil>)") {
 		t.Fatalf("mqproxy did not exit 0: %v", err)
 	}
 	if exited > 5*time.Second {
-		t.Fatalf("mqproxy took %v to exit after SIGTERM", exited)
-	}
-	var before, inFlight int
-	for _, r := range done {
-		// Sends begun before the signal (less a millisecond for the client to put them on the
-		// wire) were accepted by the proxy before it stopped accepting: each must succeed.
-		if r.start.After(term.Add(-time.Millisecond)) {
-			continue
-		}
-		before++
-		if r.end.After(term) {
-			inFlight++
-		}
-		if r.err != nil {
-			t.Fatalf("a send begun %v before SIGTERM failed: %v", term.Sub(r.start), r.err)
-		}
-	}
-	if inFlight == 0 {
-		t.Fatal("no send was under way at SIGTERM: the test proved nothing about in-flight calls")
-	}
-	var pollErr error
-	select {
-	case pollErr = <-polled:
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the long poll begun %v before SIGTERM was still open 5 s after it", term.Sub(pollStart))
-	}
-	if pollEnd.Before(term) {
-		t.Fatalf("the long poll ended (%v) before SIGTERM", pollErr)
-	}
-	var rpcErr *rmq.ErrRpcStatus
-	if pollErr != nil && !errors.As(pollErr, &rpcErr) {
-		t.Fatalf("the long poll ended with a transport error: %v", pollErr)
+		t.Fatalf("mqproxy took %v to exit after its calls in flight could finish", exited)
 	}
 	for _, line := range []string{"client connected", "client identified", "client disconnected"} {
 		if !logContains(&broker{proc: px.proc}, line) {
 			t.Fatalf("the proxy's log has no %q line", line)
 		}
 	}
-	t.Logf("proxy SIGTERM: exit 0 after %v; %d sends begun before the signal all succeeded (%d still in flight at it); the long poll open since %v ended %v after the signal with %v",
-		exited.Round(time.Millisecond), before, inFlight, term.Sub(pollStart).Round(time.Millisecond), pollEnd.Sub(term).Round(time.Millisecond), pollErr)
+	t.Logf("proxy SIGTERM: the long poll open for %v ended %v after the signal with %v; %d sends in flight (broker frozen) all answered OK once it thawed %v after the signal; exit 0 %v after that",
+		term.Sub(pollStart).Round(time.Millisecond), pe.at.Sub(term).Round(time.Millisecond), pe.err, inFlight,
+		thawed.Sub(term).Round(time.Millisecond), exited.Round(time.Millisecond))
 }
 
 // TestProxyACL: name server, broker and proxy with ACL on and one plain_acl.yml. The proxy signs
