@@ -82,11 +82,21 @@ func resultOf(resp any, err error) string {
 	return rmqpb.Code_OK.String()
 }
 
+// callMetadata is the call's metadata when ACL needs it (reading it copies it: not on every call
+// of a proxy without ACL).
+func (s *Server) callMetadata(ctx context.Context) metadata.MD {
+	if s.acl == nil {
+		return nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	return md
+}
+
 // unary checks the ACL, runs the RPC and records it.
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	rpc := rpcName(info.FullMethod)
-	md, _ := metadata.FromIncomingContext(ctx)
+	md := s.callMetadata(ctx)
 	var resp any
 	var err error
 	if st := s.authorize(md, remoteOf(ctx), rpc, req); st != nil {
@@ -110,7 +120,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	rpc := rpcName(info.FullMethod)
-	md, _ := metadata.FromIncomingContext(ss.Context())
+	md := s.callMetadata(ss.Context())
 	remote := remoteOf(ss.Context())
 	ctx, cancel := context.WithCancel(ss.Context())
 	defer cancel()
