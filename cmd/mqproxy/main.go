@@ -20,7 +20,7 @@ import (
 func main() { os.Exit(run()) }
 
 // configFile is Apache's -pc flag.
-var configFile = config.JSONFile{Name: "pc", Usage: "JSON configuration file with Apache RocketMQ proxy's keys (rmq-proxy.json); flags override it"}
+var configFile = config.JSONFile{Name: "pc", Usage: "(also -pc) JSON configuration file with Apache RocketMQ proxy's keys (rmq-proxy.json); flags override it"}
 
 var shorthands = map[string]string{"namesrvAddr": "n"}
 
