@@ -43,6 +43,14 @@ type Broker struct {
 	HAListenPort int    `prop:"haListenPort"` // classic HA port; 0 = listenPort+1
 	HTTPPort     int    `prop:"httpPort"`     // ours: metrics/status HTTP port, 0 = off
 
+	// Local proxy (Apache's "local mode", mqbroker --enable-proxy): the RocketMQ 5 gRPC proxy
+	// (package proxy) runs inside the broker process on grpcServerPort, with the broker's name
+	// servers, cluster name, ACL file and account. Default off; port 8081. proxyConfigPath
+	// (ours) names an rmq-proxy.json whose keys override those (metrics, TLS, ...).
+	EnableProxy     bool   `prop:"enableProxy" alias:"enable-proxy"`
+	GrpcServerPort  int    `prop:"grpcServerPort"`
+	ProxyConfigPath string `prop:"proxyConfigPath"`
+
 	// MaxProcs (ours): how many CPUs the broker's Go scheduler runs on at once (GOMAXPROCS).
 	// 0 = automatic (see Procs): a node of a group whose peers all live on this host gets its
 	// share of the CPUs, anything else all of them.
@@ -243,6 +251,8 @@ func NewBroker() *Broker {
 		FlushConsumerOffsetInterval:   5000,
 
 		RegisterNameServerPeriod: 30000,
+
+		GrpcServerPort: 8081,
 
 		LogLevel:               "info",
 		LogFormat:              "text",

@@ -43,15 +43,28 @@ func (v *flagValue) Type() string       { return v.f.typeName() }
 
 // shownAliases are aliases listed in the usage (the others are old spellings, accepted but
 // hidden).
-var shownAliases = map[string]bool{"listen": true}
+var shownAliases = map[string]bool{"listen": true, "enable-proxy": true}
+
+// fileFlag names the flag that points at a daemon's configuration file.
+type fileFlag struct {
+	name, short, usage string
+}
+
+// propertiesFile is -c/--config, the .properties file of mqbroker and mqnamesrv.
+var propertiesFile = fileFlag{"config", "c", "properties file (RocketMQ key names); flags override it"}
 
 // newFlagSet defines -c/--config and one flag per tagged field of cfg (its current values are
 // shown as defaults). shorthands maps a key to its one-letter flag (namesrvAddr → n).
 func newFlagSet(name string, cfg any, shorthands map[string]string) (*pflag.FlagSet, *string, []*flagValue) {
+	return newFlagSetFile(name, cfg, shorthands, propertiesFile)
+}
+
+// newFlagSetFile is newFlagSet with another configuration-file flag.
+func newFlagSetFile(name string, cfg any, shorthands map[string]string, file fileFlag) (*pflag.FlagSet, *string, []*flagValue) {
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, usage is printed by the caller
 	fs.SortFlags = false
-	configFile := fs.StringP("config", "c", "", "properties file (RocketMQ key names); flags override it")
+	configFile := fs.StringP(file.name, file.short, "", file.usage)
 	var vals []*flagValue
 	for _, f := range fieldsOf(cfg) {
 		v := &flagValue{f: f, def: f.String()}

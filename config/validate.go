@@ -53,6 +53,17 @@ func (b *Broker) Validate() error {
 	checkPort(add, "listenPort", b.ListenPort)
 	checkPort(add, "haListenPort", b.HAListenPort)
 	checkPort(add, "httpPort", b.HTTPPort)
+	checkPort(add, "grpcServerPort", b.GrpcServerPort)
+	if b.EnableProxy {
+		if len(b.NamesrvAddrs()) == 0 {
+			add("namesrvAddr", "enableProxy needs the name servers: the proxy finds the brokers through them")
+		}
+		for k, p := range map[string]int{"listenPort": b.ListenPort, "haListenPort": b.HAListenPort, "httpPort": b.HTTPPort} {
+			if p != 0 && p == b.GrpcServerPort {
+				add("grpcServerPort", "must differ from %s %d", k, p)
+			}
+		}
+	}
 	if b.ListenPort != 0 && b.HAListenPort == b.ListenPort {
 		add("haListenPort", "must differ from listenPort %d", b.ListenPort)
 	}

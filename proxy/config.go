@@ -2,42 +2,130 @@ package proxy
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
+
+	"rocketraft/acl"
+	"rocketraft/config"
 )
 
-// Config is one proxy's configuration. Keys are Apache RocketMQ proxy's (rmq-proxy.json).
+// Config is one proxy's configuration. The `prop` tags are the keys of rmq-proxy.json (Apache
+// RocketMQ proxy's names where it has the key); cmd/mqproxy reads them from -pc and from
+// --<key>=<value> flags through config.LoadJSON, and docs/proxy.md lists them.
 type Config struct {
 	// NamesrvAddr lists the name servers, ';'-separated.
-	NamesrvAddr string `json:"namesrvAddr"`
+	NamesrvAddr string `prop:"namesrvAddr"`
+	// RocketMQClusterName is the cluster behind the proxy; it labels the proxy's metrics.
+	RocketMQClusterName string `prop:"rocketMQClusterName"`
 	// GrpcServerPort is where RocketMQ 5 clients connect (default 8081).
-	GrpcServerPort int `json:"grpcServerPort"`
+	GrpcServerPort int `prop:"grpcServerPort"`
 	// ListenHost is the address the gRPC port binds (default 0.0.0.0).
-	ListenHost string `json:"listenHost"`
+	ListenHost string `prop:"listenHost"`
 	// TLSCertPath and TLSKeyPath are the PEM certificate and key the gRPC port presents to
 	// clients that speak TLS; empty: a self-signed one made at start. Plaintext clients are
 	// served on the same port.
-	TLSCertPath string `json:"tlsCertPath"`
-	TLSKeyPath  string `json:"tlsKeyPath"`
+	TLSCertPath string `prop:"tlsCertPath"`
+	TLSKeyPath  string `prop:"tlsKeyPath"`
+	// GrpcShutdownTimeSeconds bounds a graceful stop: calls in flight get this long to finish
+	// (default 30), then the rest are cut.
+	GrpcShutdownTimeSeconds int `prop:"grpcShutdownTimeSeconds"`
+
+	// AclEnable checks every call's authorization header against the accounts of AclConfigFile
+	// (plain_acl.yml format, the file the brokers read; reloaded when it changes).
+	AclEnable     bool   `prop:"aclEnable"`
+	AclConfigFile string `prop:"aclConfigFile"`
+	// AccessKey and SecretKey are the proxy's own account: it signs its requests to name servers
+	// and brokers with it, as a 4.x client does. Empty: requests go unsigned.
+	AccessKey string `prop:"accessKey"`
+	SecretKey string `prop:"secretKey"`
+
+	// MetricsExporterType is DISABLE (default) or PROM: Prometheus text on
+	// http://<metricsPromExporterHost>:<metricsPromExporterPort>/metrics.
+	MetricsExporterType     string `prop:"metricsExporterType"`
+	MetricsPromExporterHost string `prop:"metricsPromExporterHost"` // default: listenHost
+	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"` // default 5557; 0 = any free port
+
+	// LogLevel (debug | info | warn | error) and LogFormat (text | json), as the broker's.
+	LogLevel  string `prop:"logLevel"`
+	LogFormat string `prop:"logFormat"`
+
 	// RouteTTL is how long a topic's route is used before it is asked again (default 3 s); a
 	// failed send refreshes it at once.
-	RouteTTL time.Duration `json:"-"`
+	RouteTTL time.Duration
 	// SendTimeout bounds one send to a broker (default 3 s).
-	SendTimeout time.Duration `json:"-"`
+	SendTimeout time.Duration
 }
+
+// Metrics exporter types.
+const (
+	MetricsDisable = "DISABLE"
+	MetricsProm    = "PROM"
+)
 
 // DefaultConfig is a proxy on 8081 with no name server set.
 func DefaultConfig() Config {
-	return Config{GrpcServerPort: 8081, ListenHost: "0.0.0.0", RouteTTL: 3 * time.Second, SendTimeout: 3 * time.Second}
+	return Config{
+		RocketMQClusterName: "DefaultCluster", GrpcServerPort: 8081, ListenHost: "0.0.0.0",
+		GrpcShutdownTimeSeconds: 30, MetricsExporterType: MetricsDisable, MetricsPromExporterPort: 5557,
+		LogLevel: "info", LogFormat: "text",
+		RouteTTL: 3 * time.Second, SendTimeout: 3 * time.Second,
+	}
 }
 
-// Validate names the first bad key.
+// Validate names the first bad key (a *config.KeyError) and fills the derived defaults.
 func (c *Config) Validate() error {
-	if strings.TrimSpace(c.NamesrvAddr) == "" {
-		return fmt.Errorf("namesrvAddr: no name server given (-n host:port)")
+	bad := func(key, format string, args ...any) error {
+		return &config.KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(c.nameServers()) == 0 {
+		return bad("namesrvAddr", "no name server given (-n host:port)")
+	}
+	for _, a := range c.nameServers() {
+		if _, p, err := net.SplitHostPort(a); err != nil || !isPort(p) {
+			return bad("namesrvAddr", "bad address %q (want host:port)", a)
+		}
 	}
 	if c.GrpcServerPort < 0 || c.GrpcServerPort > 65535 {
-		return fmt.Errorf("grpcServerPort: %d is not a port", c.GrpcServerPort)
+		return bad("grpcServerPort", "%d is not a port", c.GrpcServerPort)
+	}
+	if c.MetricsPromExporterPort < 0 || c.MetricsPromExporterPort > 65535 {
+		return bad("metricsPromExporterPort", "%d is not a port", c.MetricsPromExporterPort)
+	}
+	switch strings.ToUpper(c.MetricsExporterType) {
+	case "", MetricsDisable, MetricsProm:
+		c.MetricsExporterType = strings.ToUpper(c.MetricsExporterType)
+	default:
+		return bad("metricsExporterType", "%q: want DISABLE or PROM", c.MetricsExporterType)
+	}
+	if (c.TLSCertPath == "") != (c.TLSKeyPath == "") {
+		return bad("tlsKeyPath", "tlsCertPath and tlsKeyPath go together")
+	}
+	if c.GrpcShutdownTimeSeconds < 0 {
+		return bad("grpcShutdownTimeSeconds", "must be >= 0, got %d", c.GrpcShutdownTimeSeconds)
+	}
+	if c.AclEnable && strings.TrimSpace(c.AclConfigFile) == "" {
+		return bad("aclConfigFile", "aclEnable=true needs the accounts file (plain_acl.yml format)")
+	}
+	switch {
+	case c.AccessKey == "" && c.SecretKey == "":
+	case c.AccessKey == "" || c.SecretKey == "":
+		return bad("accessKey", "accessKey and secretKey must be set together")
+	default:
+		if err := acl.CheckCredentials(c.AccessKey, c.SecretKey); err != nil {
+			return bad("secretKey", "%v", err)
+		}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "", "debug", "info", "warn", "error":
+	default:
+		return bad("logLevel", "%q: want debug, info, warn or error", c.LogLevel)
+	}
+	switch strings.ToLower(c.LogFormat) {
+	case "", "text", "json":
+	default:
+		return bad("logFormat", "%q: want text or json", c.LogFormat)
 	}
 	if c.RouteTTL <= 0 {
 		c.RouteTTL = 3 * time.Second
@@ -46,6 +134,16 @@ func (c *Config) Validate() error {
 		c.SendTimeout = 3 * time.Second
 	}
 	return nil
+}
+
+func isPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+// shutdownGrace is how long a graceful stop waits for calls in flight.
+func (c *Config) shutdownGrace() time.Duration {
+	return time.Duration(c.GrpcShutdownTimeSeconds) * time.Second
 }
 
 func (c *Config) nameServers() []string {

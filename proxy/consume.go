@@ -84,6 +84,9 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 	pctx, cancel := context.WithTimeout(ctx, poll+m.cfg.SendTimeout)
 	resp, err := m.cl.Invoke(pctx, addr, remoting.NewRequest(remoting.PopMessage, ext, nil))
 	cancel()
+	if err != nil && isClosed(m.stopping) {
+		return status(fail(rmqpb.Code_MESSAGE_NOT_FOUND, "the proxy is shutting down; no message this time"))
+	}
 	if err != nil {
 		m.routes.invalidate(topic)
 		return status(fail(rmqpb.Code_HA_NOT_AVAILABLE, "pop from %s (%s): %v", brokerName, addr, err))

@@ -1,18 +1,27 @@
 // Package proxy is the stateless front of a rocketraft cluster for RocketMQ 5 clients: it serves
 // the gRPC MessagingService (rmqpb) and talks RocketMQ remoting to the brokers it finds through
 // the name servers, always to a group's current leader, so clients stay connected to the proxy
-// while groups fail over behind it.
+// while groups fail over behind it. It keeps no durable state; any number of proxies can serve
+// one cluster.
 //
-// What it serves so far: QueryRoute (every queue of the topic's groups, reachable at the
-// proxy's own address), Heartbeat, Telemetry (settings answered, the stream kept open for the
-// client's life), SendMessage of NORMAL and DELAY messages (SEND_MESSAGE_V2 to the group's
-// master, a DELAY message's delivery time as the brokers' TIMER_DELIVER_MS; a send
-// that failed before it could reach a broker is retried once after a fresh route; one whose
-// outcome is unknown is reported as a failure, never as a success), and POP-based consumption:
-// ReceiveMessage (POP of all the group's queues, long-polled within the call's deadline, TAG
-// filters), AckMessage and ChangeInvisibleDuration (consume.go). NotifyClientTermination is
-// answered OK; the other RPCs answer an in-band NOT_IMPLEMENTED (notyet.go). Transactional
-// messages: half messages, EndTransaction at the group's current master, and the brokers'
-// check-backs passed to a producer over its Telemetry stream (transaction.go, clients.go,
-// txnregister.go). It keeps no durable state.
+// Where each part lives:
+//   - routes and leaders: QueryRoute answers every queue of the topic's groups at the proxy's own
+//     address (messaging.go); routes.go caches routes, and the proxy re-learns a group's master
+//     from forwarding answers and broken connections;
+//   - producers: SendMessage of NORMAL, DELAY (delivery time as TIMER_DELIVER_MS), FIFO
+//     (fifo.go: the message group picks one queue) and TRANSACTION messages (transaction.go:
+//     half messages, EndTransaction at the group's current master, the brokers' check-backs
+//     pushed to a producer over its Telemetry stream, clients.go, txnregister.go); a send that
+//     stored nothing is retried once at the new master, one whose outcome is unknown is reported
+//     as a failure, never as a success;
+//   - consumers: ReceiveMessage over the brokers' POP of all the group's queues, orderly for
+//     FIFO groups, AckMessage, ChangeInvisibleDuration (consume.go), QueryAssignment,
+//     ForwardMessageToDeadLetterQueue (dlq.go), offsets and PullMessage for clients that keep
+//     their own offsets; what the server decides in a client's Settings (settings.go) and the
+//     topic and group configs it decides from (configs.go);
+//   - operations (docs/proxy.md): the keys of rmq-proxy.json (config.go); ACL on the clients'
+//     authorization header (auth.go), metrics (metrics.go) and a graceful stop that ends streams
+//     with OK, all applied around the RPCs by interceptors (interceptors.go); a log line per
+//     client connection (stats.go); the proxy inside a broker, mqbroker --enable-proxy
+//     (local.go). RPCs with nothing to map onto answer an in-band NOT_IMPLEMENTED (notyet.go).
 package proxy

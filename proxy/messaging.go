@@ -36,6 +36,9 @@ type messaging struct {
 	clients *clientRegistry
 	// registrar registers the proxy as a producer at the brokers (txnregister.go).
 	registrar *producerRegistrar
+	// stopping closes when the proxy starts shutting down (Server.Close): a long poll waiting
+	// on a broker then ends at once (the stream's context is cancelled too, interceptors.go).
+	stopping <-chan struct{}
 }
 
 func ok() *rmqpb.Status { return &rmqpb.Status{Code: rmqpb.Code_OK, Message: "OK"} }

@@ -1,27 +1,42 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"google.golang.org/grpc"
 
+	"rocketraft/acl"
 	"rocketraft/proxy/rmqpb"
 	"rocketraft/remoting"
 )
 
+// aclReloadInterval is how often the accounts file is checked for changes.
+const aclReloadInterval = 2 * time.Second
+
 // Server is a running proxy: the gRPC listener and the remoting client to the cluster.
 type Server struct {
-	cfg  Config
-	ln   net.Listener
-	grpc *grpc.Server
-	cl   *remoting.Client
-	log  hclog.Logger
-	done chan error
+	cfg         Config
+	ln          net.Listener
+	grpc        *grpc.Server
+	cl          *remoting.Client
+	log         hclog.Logger
+	done        chan error
+	acl         *acl.Store // nil: ACL off
+	metrics     *proxyMetrics
+	metricsAddr string
+	// stopping is cancelled when a shutdown starts: streams end (interceptors.go) and long polls
+	// give up (messaging.stopping).
+	stopping  context.Context
+	stop      context.CancelFunc
+	closeOnce sync.Once
+	closeErr  error
 	// registrar keeps the proxy registered at the brokers as a producer (txnregister.go).
 	registrar *producerRegistrar
 }
@@ -34,46 +49,125 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.GrpcServerPort)))
-	if err != nil {
-		return nil, fmt.Errorf("grpcServerPort %d: %w", cfg.GrpcServerPort, err)
+	s := &Server{cfg: cfg, log: log, done: make(chan error, 1)}
+	s.stopping, s.stop = context.WithCancel(context.Background())
+	if err := s.openACL(); err != nil {
+		s.stop()
+		return nil, err
 	}
 	tc, err := tlsConfig(cfg.TLSCertPath, cfg.TLSKeyPath)
 	if err != nil {
-		ln.Close()
+		s.stop()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ln: ln, log: log, done: make(chan error, 1)}
-	m := &messaging{cfg: &s.cfg, log: log, clients: newClientRegistry()}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.GrpcServerPort)))
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("grpcServerPort %d: %w", cfg.GrpcServerPort, err)
+	}
+	s.ln = ln
+	s.metrics = newProxyMetrics(cfg.RocketMQClusterName, ln.Addr().String())
+	if cfg.MetricsExporterType == MetricsProm {
+		host := cfg.MetricsPromExporterHost
+		if host == "" {
+			host = cfg.ListenHost
+		}
+		if s.metricsAddr, err = s.metrics.serveMetrics(host, cfg.MetricsPromExporterPort, s.stopping.Done(), log); err != nil {
+			ln.Close()
+			s.stop()
+			return nil, fmt.Errorf("metricsPromExporterPort %d: %w", cfg.MetricsPromExporterPort, err)
+		}
+	}
+	m := &messaging{cfg: &s.cfg, log: log, clients: newClientRegistry(), stopping: s.stopping.Done()}
 	// Brokers call back on the proxy's connections with transaction check-backs (transaction.go).
-	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting"),
-		Handlers: map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction}})
+	rc := remoting.ClientConfig{Logger: log.Named("remoting"),
+		Handlers: map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction}}
+	if cfg.AccessKey != "" {
+		rc.BeforeRequest = s.signRequest
+	}
+	s.cl = remoting.NewClient(rc)
 	m.cl = s.cl
 	m.routes = newRouteCache(&s.cfg, s.cl)
 	m.registrar = newProducerRegistrar(fmt.Sprintf("mqproxy@%s@%d", ln.Addr(), os.Getpid()), s.cl, m.routes, m.clients, log.Named("txn"))
 	s.registrar = m.registrar
 	go m.registrar.run()
-	s.grpc = grpc.NewServer()
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.unary), grpc.ChainStreamInterceptor(s.stream),
+		grpc.StatsHandler(&connLog{log: log, metrics: s.metrics}))
 	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
 	log.Info("proxy serving RocketMQ 5 gRPC, TLS and plaintext on one port", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
-		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""])
+		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""],
+		"acl", cfg.AclEnable, "metrics", map[bool]string{true: "off", false: s.metricsAddr}[s.metricsAddr == ""])
 	return s, nil
+}
+
+// openACL loads the accounts file when aclEnable is set. The proxy's own account, when the file
+// has it, must have the configured secret: a mismatch would only show as refused requests at the
+// brokers.
+func (s *Server) openACL() error {
+	if !s.cfg.AclEnable {
+		return nil
+	}
+	store, err := acl.OpenStore(s.cfg.AclConfigFile, s.log.Named("acl"))
+	if err != nil {
+		return fmt.Errorf("aclEnable: %w", err)
+	}
+	if ak := s.cfg.AccessKey; ak != "" {
+		if a := store.Current().Accounts[ak]; a != nil && a.SecretKey != s.cfg.SecretKey {
+			return fmt.Errorf("secretKey: differs from account %q of %s", ak, s.cfg.AclConfigFile)
+		}
+	}
+	s.acl = store
+	go store.Watch(aclReloadInterval, s.stopping.Done())
+	s.log.Info("ACL on", "file", s.cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
+	return nil
+}
+
+// signRequest signs a request to a name server or broker with the proxy's account, as a 4.x
+// client does (acl.Sign).
+func (s *Server) signRequest(req *remoting.Command) {
+	if req.ExtFields == nil {
+		req.ExtFields = map[string]string{}
+	}
+	acl.Sign(req.ExtFields, req.Body, s.cfg.AccessKey, s.cfg.SecretKey)
 }
 
 // Addr is the gRPC listener's address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Close stops accepting, lets calls in flight finish for up to grace (streams are then cut), and
-// closes the connections to the brokers.
+// MetricsAddr is where /metrics is served ("" with metricsExporterType DISABLE).
+func (s *Server) MetricsAddr() string { return s.metricsAddr }
+
+// Shutdown stops gracefully within grpcShutdownTimeSeconds (Close).
+func (s *Server) Shutdown() error { return s.Close(s.cfg.shutdownGrace()) }
+
+// Close stops accepting connections and calls, ends the streams (Telemetry, long polls) with
+// OK, lets unary calls in flight finish for up to grace (the rest are then cut), and closes the
+// connections to the brokers. Later calls return the first one's result.
 func (s *Server) Close(grace time.Duration) error {
-	stopped := make(chan struct{})
-	go func() { s.grpc.GracefulStop(); close(stopped) }()
+	s.closeOnce.Do(func() {
+		stopped := make(chan struct{})
+		go func() { s.grpc.GracefulStop(); close(stopped) }()
+		s.stop()
+		select {
+		case <-stopped:
+		case <-time.After(grace):
+			s.log.Warn("calls still running after the shutdown grace; cutting them", "grace", grace)
+			s.grpc.Stop()
+			<-stopped
+		}
+		s.registrar.close()
+		s.closeErr = s.cl.Close()
+	})
+	return s.closeErr
+}
+
+// isClosed reports whether ch is closed (a nil channel never is).
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-stopped:
-	case <-time.After(grace):
-		s.grpc.Stop()
+	case <-ch:
+		return true
+	default:
+		return false
 	}
-	s.registrar.close()
-	return s.cl.Close()
 }

@@ -1,5 +1,6 @@
 // Command mqbroker runs one RocketMQ-compatible broker: mqbroker -c broker.properties.
 // Flags --<key>=<value> override the file's keys; see mqbroker --help.
+// --enable-proxy also runs the RocketMQ 5 gRPC proxy in this process (docs/proxy.md).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"rocketraft/broker"
 	"rocketraft/config"
 	"rocketraft/internal/uring"
+	"rocketraft/proxy"
 )
 
 func main() {
@@ -67,10 +69,29 @@ func run() int {
 		// The role (and so the registered brokerId) follows Raft; see the "role changed" log lines.
 		fmt.Printf("DLedger mode: group=%s self=%s peers=%s\n", cfg.DLegerGroup, cfg.DLegerSelfID, cfg.DLegerPeers)
 	}
+	var px *proxy.Server
+	if cfg.EnableProxy {
+		// Local mode: the RocketMQ 5 gRPC proxy in this process (docs/proxy.md).
+		pcfg, err := proxy.LocalConfig(cfg)
+		if err == nil {
+			px, err = proxy.New(pcfg, logger.Named("proxy"))
+		}
+		if err != nil {
+			logger.Error("cannot start the local proxy", "error", err)
+			_ = b.Close()
+			return 1
+		}
+		fmt.Printf("The Proxy boot success. grpc=%s metrics=%s (local mode)\n", px.Addr(), px.MetricsAddr())
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	logger.Info("shutting down", "signal", s.String())
+	if px != nil {
+		if err := px.Shutdown(); err != nil {
+			logger.Warn("local proxy shutdown", "error", err)
+		}
+	}
 	if err := b.Close(); err != nil {
 		logger.Error("shutdown", "error", err)
 		return 1
