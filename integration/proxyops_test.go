@@ -193,6 +193,11 @@ func TestProxyGracefulSIGTERM(t *testing.T) {
 		}
 	}
 	receiveAll(t, cons, want, 60*time.Second)
+	// The producer learns busy's route (and the proxy its config) before the broker freezes, so
+	// the sends below are SendMessage calls in flight, not route lookups waiting on the broker.
+	if _, err := p.Send(context.Background(), &rmq.Message{Topic: busy, Body: []byte("warm-up")}); err != nil {
+		t.Fatalf("warm-up send to %s: %v", busy, err)
+	}
 
 	ss, err := scrapeMetrics(fmt.Sprintf("http://127.0.0.1:%d/metrics", mport))
 	if err != nil {
