@@ -41,9 +41,12 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ln: ln, log: log, done: make(chan error, 1)}
-	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting")})
-	m := &messaging{cfg: &s.cfg, cl: s.cl, log: log}
-	m.routes = newRouteCache(&s.cfg, s.cl)
+	var leaders *leaderBook
+	s.cl = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("remoting"),
+		OnConnClose: func(addr string) { leaders.lost(addr) }})
+	leaders = newLeaderBook(&s.cfg, s.cl, log.Named("leaders"))
+	m := &messaging{cfg: &s.cfg, cl: s.cl, log: log, leaders: leaders}
+	m.routes = newRouteCache(&s.cfg, s.cl, leaders)
 	s.grpc = grpc.NewServer()
 	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
