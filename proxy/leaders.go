@@ -26,14 +26,16 @@ import (
 //     then every leaderPoll until they name a master that is not down (lost).
 //
 // A down mark lasts downFor: long enough that the route the name servers still hold for a few
-// milliseconds after a kill (until they notice the dead broker's connection close) is not taken
-// for news, short enough that a restarted node that leads again is used again.
+// milliseconds after a kill (until they notice the dead broker's connection close, which happens
+// at the same moment as the proxy's) is not taken for news, short enough that a leader whose
+// connection to the proxy alone broke is used again at once after (a dead one refuses the next
+// dial, which marks it down again).
 
 const (
 	// leaderPoll is how often the name servers are asked while a group has no usable master.
 	leaderPoll = 50 * time.Millisecond
 	// downFor is how long an address whose connection broke is not taken as a master.
-	downFor = 2 * time.Second
+	downFor = 500 * time.Millisecond
 	// pollFor bounds one round of polling when nobody is waiting any more.
 	pollFor = 10 * time.Second
 )
