@@ -63,9 +63,14 @@ func (m *messaging) callMaster(ctx context.Context, topic, brokerName string, ti
 			return callResult{addr: res.addr, err: err, retried: res.retried}
 		}
 		res = callResult{addr: addr, retried: attempt > 0}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := ctx, context.CancelFunc(nil)
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > timeout {
+			cctx, cancel = context.WithTimeout(ctx, timeout)
+		}
 		r, err := m.cl.Invoke(cctx, addr, build())
-		cancel()
+		if cancel != nil {
+			cancel()
+		}
 		if err != nil {
 			res.err = fmt.Errorf("%s (%s): %w", brokerName, addr, err)
 			if !errors.Is(err, remoting.ErrNotSent) {

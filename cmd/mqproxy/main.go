@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -21,7 +22,14 @@ import (
 
 func main() { os.Exit(run()) }
 
+// defaultGCPercent trades a little memory for CPU: the proxy's heap is small and short-lived (the
+// messages in flight), and collecting it less often saves CPU on every call. GOGC overrides it.
+const defaultGCPercent = 400
+
 func run() int {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	cfg, err := load(os.Args[1:])
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
