@@ -169,7 +169,7 @@ func runGRPCProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Wr
 
 // runGRPCConsume is RunConsume through a proxy: Pollers goroutines of one 5.x SimpleConsumer
 // call Receive (up to PullBatch messages, 20 s invisible, long-polling) and ack every message
-// they get; latency is end to end (receive time minus the born timestamp). A new group starts
+// they get (the acks of a batch concurrently); latency is end to end (receive time minus the born timestamp). A new group starts
 // at the queues' end (the proxy's POP), so --from first is not available.
 func runGRPCConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer) (*Summary, error) {
 	if cfg.From == "first" {
@@ -232,14 +232,23 @@ func runGRPCConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Wr
 					}
 					st.Ops++
 				})
+				// One AckMessage per message (the client has no batch ack), all of a batch at
+				// once: each is a replicated write on the group, so one after another would
+				// pace the consumer by the group's commit latency.
+				var acks sync.WaitGroup
 				for _, mv := range mvs {
-					actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-					if err := c.Ack(actx, mv); err != nil {
-						rec.RecordError()
-						elog.Add(fmt.Errorf("ack: %w", err))
-					}
-					acancel()
+					acks.Add(1)
+					go func() {
+						defer acks.Done()
+						actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
+						defer acancel()
+						if err := c.Ack(actx, mv); err != nil {
+							rec.RecordError()
+							elog.Add(fmt.Errorf("ack: %w", err))
+						}
+					}()
 				}
+				acks.Wait()
 				cnt.add(len(mvs))
 			}
 		}()
