@@ -23,7 +23,7 @@ require (
 
 require (
 	contrib.go.opencensus.io/exporter/ocagent v0.6.0 // indirect
-	github.com/apache/rocketmq-clients/golang/v5 v5.1.2 // indirect
+	github.com/apache/rocketmq-clients/golang/v5 v5.1.2
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/benbjohnson/immutable v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -42,8 +42,12 @@ type Common struct {
 	ClientLogLevel string
 	// ClientLogFile, if set, sends the client's log to this file.
 	ClientLogFile string
-	// Client is ClientOfficial (default) or ClientNative.
+	// Client is ClientOfficial (default), ClientNative or ClientGRPC.
 	Client string
+	// Endpoint is the proxy's gRPC address(es), ';'-separated, for ClientGRPC.
+	Endpoint string
+	// GRPCTLS makes ClientGRPC dial TLS (the 5.x client's own default) instead of plaintext.
+	GRPCTLS bool
 	// Connections is the number of remoting clients, each with its own
 	// connection to every broker, that the native client spreads its
 	// requests over (default 2). The official client ignores it.

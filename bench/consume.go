@@ -142,6 +142,9 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer
 	if err := SetupClientLog(cfg.ClientLogLevel, cfg.ClientLogFile); err != nil {
 		return nil, err
 	}
+	if cfg.Client == ClientGRPC {
+		return runGRPCConsume(ctx, cfg, stdout, stderr)
+	}
 	ns, err := ResolveNameServers(cfg.NameServers)
 	if err != nil {
 		return nil, err

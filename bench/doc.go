@@ -60,6 +60,17 @@
 // Native runs raise the Go GC target to 400 (unless GOGC is set), as the
 // tool's small heap would otherwise be collected tens of times a second.
 //
+// # gRPC client (Client = ClientGRPC)
+//
+// With --client grpc --endpoint host:port the runs go through a RocketMQ 5
+// gRPC proxy (mqproxy) with the official 5.x Go client
+// (github.com/apache/rocketmq-clients/golang/v5), dialing plaintext unless
+// --grpc-tls: produce sends one message per SendMessage call (sync or
+// async, Producers client instances); consume runs Pollers goroutines of
+// one SimpleConsumer that Receive and Ack every message (a new group starts
+// at the queues' end). scripts/proxybench.sh compares it with direct
+// remoting on the same group.
+//
 // # Measurement
 //
 // Completed operations are recorded in a Recorder: a set of independently

@@ -51,8 +51,12 @@ func (c *Common) validateClient() error {
 	case "":
 		c.Client = ClientOfficial
 	case ClientOfficial, ClientNative:
+	case ClientGRPC:
+		if c.Endpoint == "" {
+			return fmt.Errorf("--client grpc needs --endpoint (the proxy's gRPC address)")
+		}
 	default:
-		return fmt.Errorf("unknown client %q (want official or native)", c.Client)
+		return fmt.Errorf("unknown client %q (want official, native or grpc)", c.Client)
 	}
 	if c.Connections < 1 {
 		c.Connections = 2

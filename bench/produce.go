@@ -174,8 +174,11 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 			return nil, err
 		}
 	}
-	if cfg.Client == ClientNative {
+	switch cfg.Client {
+	case ClientNative:
 		return runNativeProduce(ctx, cfg, ns, stdout, stderr)
+	case ClientGRPC:
+		return runGRPCProduce(ctx, cfg, stdout, stderr)
 	}
 
 	producers := make([]rocketmq.Producer, 0, cfg.Producers)

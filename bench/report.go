@@ -80,8 +80,8 @@ type Summary struct {
 	// Mode is the send mode (sync, async, oneway) or the consumer type
 	// (push, pull).
 	Mode string `json:"mode"`
-	// Client is "native" for runs of the native client; empty for the
-	// official client.
+	// Client is "native" for runs of the native client, "grpc" for the
+	// 5.x client through a proxy; empty for the official client.
 	Client string `json:"client,omitempty"`
 	Topic  string `json:"topic"`
 	// Size is the message body size in bytes (producer only).

@@ -234,6 +234,9 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 	}
 	out := req.NewResponse(resp.Code, resp.Remark)
 	out.ExtFields, out.Body = resp.ExtFields, resp.Body
+	if resp.Code != remoting.ServiceNotAvailable || refusedForGood(resp) {
+		out.SetExt(protocol.ExtLeaderAddr, addr) // it answered as the leader
+	}
 	return out
 }
 

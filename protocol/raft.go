@@ -69,3 +69,9 @@ const (
 	RaftShutdown  = "shutdown"
 	RaftDiverged  = "diverged" // a digest check failed: see RaftStatus.Diverged
 )
+
+// ExtLeaderAddr (ours) is set by a DLedger follower on the answer to a request it forwarded to
+// its group's leader: the leader's broker (remoting) address. A caller that keeps its own idea of
+// the group's master (the gRPC proxy) learns the new leader from it instead of waiting for a
+// route refresh.
+const ExtLeaderAddr = "__rrLeaderAddr"

@@ -75,19 +75,13 @@ func (m *messaging) batchAck(ctx context.Context, group, topic, brokerName strin
 	if err != nil {
 		return false
 	}
-	addr, err := m.masterOf(ctx, topic, brokerName)
-	if err != nil {
-		return false
+	res := m.callMaster(ctx, topic, brokerName, m.cfg.SendTimeout, func() *remoting.Command {
+		return remoting.NewRequest(remoting.BatchAckMessage, nil, data)
+	})
+	if res.err != nil || res.resp.Code != remoting.Success {
+		return false // the acks are made one by one
 	}
-	sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
-	defer cancel()
-	r, err := m.cl.Invoke(sctx, addr, remoting.NewRequest(remoting.BatchAckMessage, nil, data))
-	if err != nil || r.Code != remoting.Success {
-		if err != nil || r.Code == remoting.ServiceNotAvailable {
-			m.routes.invalidate(topic)
-		}
-		return false
-	}
+	r := res.resp
 	acked, err := strconv.Atoi(r.Ext("ackedNum"))
 	return err == nil && acked == len(idx)
 }

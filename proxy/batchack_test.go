@@ -63,7 +63,8 @@ func ackTestProxy(t *testing.T, addr string) *messaging {
 	cl := remoting.NewClient(remoting.ClientConfig{})
 	t.Cleanup(func() { _ = cl.Close() })
 	m := &messaging{cfg: &cfg, cl: cl, log: hclog.NewNullLogger()}
-	m.routes = newRouteCache(&cfg, cl)
+	m.leaders = newLeaderBook(&cfg, cl, hclog.NewNullLogger())
+	m.routes = newRouteCache(&cfg, cl, m.leaders)
 	m.routes.m["T"] = cachedRoute{at: time.Now().Add(time.Hour), r: &protocol.TopicRouteData{
 		QueueDatas:  []*protocol.QueueData{{BrokerName: "a", ReadQueueNums: 1, WriteQueueNums: 1, Perm: 6}},
 		BrokerDatas: []*protocol.BrokerData{{BrokerName: "a", BrokerAddrs: map[int64]string{0: addr}}},

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -69,10 +69,6 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 	if exp == "" {
 		exp = "*"
 	}
-	addr, err := m.masterOf(ctx, topic, brokerName)
-	if err != nil {
-		return status(fail(rmqpb.Code_HA_NOT_AVAILABLE, "%v", err))
-	}
 	ext := map[string]string{
 		"consumerGroup": group, "topic": topic, "queueId": "-1", "maxMsgNums": strconv.Itoa(int(batch)),
 		"invisibleTime": strconv.FormatInt(inv.Milliseconds(), 10), "pollTime": strconv.FormatInt(poll.Milliseconds(), 10),
@@ -82,30 +78,30 @@ func (m *messaging) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqp
 		ext["order"] = "true"
 	}
 	pctx, cancel := context.WithTimeout(ctx, poll+m.cfg.SendTimeout)
-	resp, err := m.cl.Invoke(pctx, addr, remoting.NewRequest(remoting.PopMessage, ext, nil))
+	res := m.callMaster(pctx, topic, brokerName, poll+m.cfg.SendTimeout, func() *remoting.Command {
+		return remoting.NewRequest(remoting.PopMessage, maps.Clone(ext), nil)
+	})
 	cancel()
-	if err != nil && isClosed(m.stopping) {
+	if res.err != nil && isClosed(m.stopping) {
 		return status(fail(rmqpb.Code_MESSAGE_NOT_FOUND, "the proxy is shutting down; no message this time"))
 	}
-	if err != nil {
-		m.routes.invalidate(topic)
-		return status(fail(rmqpb.Code_HA_NOT_AVAILABLE, "pop from %s (%s): %v", brokerName, addr, err))
+	if res.err != nil {
+		// A POP whose answer was lost leaves what it took invisible for the invisible duration.
+		return status(fail(rmqpb.Code_HA_NOT_AVAILABLE, "pop from %v", res.err))
 	}
+	resp := res.resp
 	switch resp.Code {
 	case remoting.Success:
 	case remoting.PullNotFound, remoting.PollingTimeout:
 		return status(fail(rmqpb.Code_MESSAGE_NOT_FOUND, "no new message"))
 	default:
-		if resp.Code == remoting.ServiceNotAvailable {
-			m.routes.invalidate(topic)
-		}
-		return status(fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "pop from %s: code %d %s", brokerName, resp.Code, resp.Remark))
+		return status(fail(sendCode(resp.Code), "pop from %s (%s): code %d %s", brokerName, res.addr, resp.Code, resp.Remark))
 	}
 	msgs, err := message.DecodeRecords(resp.Body)
 	if err != nil {
 		return status(fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "pop from %s: %v", brokerName, err))
 	}
-	if msgs = m.overAttempts(ctx, addr, group, topic, msgs); len(msgs) == 0 {
+	if msgs = m.overAttempts(ctx, group, topic, msgs); len(msgs) == 0 {
 		return status(fail(rmqpb.Code_MESSAGE_NOT_FOUND, "no new message"))
 	}
 	if err := status(ok()); err != nil {
@@ -231,44 +227,26 @@ func (m *messaging) checkpointOp(ctx context.Context, code int32, group, topic, 
 	if prepare != nil {
 		done = prepare(ext, ei)
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		addr, err := m.masterOf(ctx, topic, ei.BrokerName)
-		if err != nil {
-			return fail(rmqpb.Code_HA_NOT_AVAILABLE, "%v", err)
-		}
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
-		r, err := m.cl.Invoke(sctx, addr, remoting.NewRequest(code, ext, nil))
-		cancel()
-		if err != nil || r.Code == remoting.ServiceNotAvailable {
-			m.routes.invalidate(topic)
-			if err != nil && !beforeSend(err) {
-				return fail(rmqpb.Code_PROXY_TIMEOUT, "%s: outcome unknown: %v", ei.BrokerName, err)
-			}
-			continue
-		}
-		switch r.Code {
-		case remoting.Success:
-			if done != nil {
-				done(r)
-			}
-			return ok()
-		case remoting.NoMessage:
-			return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%s", r.Remark)
-		default:
-			return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "%s: code %d %s", ei.BrokerName, r.Code, r.Remark)
-		}
+	sctx, cancel := m.budget(ctx)
+	defer cancel()
+	res := m.callMaster(sctx, topic, ei.BrokerName, m.cfg.SendTimeout, func() *remoting.Command {
+		return remoting.NewRequest(code, maps.Clone(ext), nil)
+	})
+	switch {
+	case res.err != nil && res.unknown:
+		return fail(rmqpb.Code_PROXY_TIMEOUT, "%v: outcome unknown", res.err)
+	case res.err != nil:
+		return fail(rmqpb.Code_HA_NOT_AVAILABLE, "no master of %s answered: %v", ei.BrokerName, res.err)
 	}
-	return fail(rmqpb.Code_HA_NOT_AVAILABLE, "no master of %s answered", ei.BrokerName)
-}
-
-// masterOf is the address of brokerName's master in topic's route.
-func (m *messaging) masterOf(ctx context.Context, topic, brokerName string) (string, error) {
-	r, err := m.routes.get(ctx, topic)
-	if err != nil {
-		return "", err
+	switch r := res.resp; r.Code {
+	case remoting.Success:
+		if done != nil {
+			done(r)
+		}
+		return ok()
+	case remoting.NoMessage:
+		return fail(rmqpb.Code_INVALID_RECEIPT_HANDLE, "%s", r.Remark)
+	default:
+		return fail(sendCode(r.Code), "%s (%s): code %d %s", ei.BrokerName, res.addr, r.Code, r.Remark)
 	}
-	if a := routeMaster(r, brokerName); a != "" {
-		return a, nil
-	}
-	return "", fmt.Errorf("group %q of topic %s has no master in the route", brokerName, topic)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/broker/pop"
 	"rocketraft/protocol"
 	"rocketraft/proxy/rmqpb"
@@ -88,7 +90,8 @@ func TestConsumerRPCsBadInput(t *testing.T) {
 func testMessaging(topic string, r *protocol.TopicRouteData, addr string, groups map[string]*protocol.SubscriptionGroupConfig) *messaging {
 	cfg := DefaultConfig()
 	cfg.RouteTTL = time.Hour
-	m := &messaging{cfg: &cfg, routes: newRouteCache(&cfg, nil)}
+	m := &messaging{cfg: &cfg, leaders: newLeaderBook(&cfg, nil, hclog.NewNullLogger())}
+	m.routes = newRouteCache(&cfg, nil, m.leaders)
 	m.routes.m[topic] = cachedRoute{r: r, at: time.Now()}
 	if groups == nil {
 		groups = map[string]*protocol.SubscriptionGroupConfig{"G": nil} // known to lack G: defaults

@@ -83,32 +83,23 @@ func (m *messaging) sendBackToDLQ(ctx context.Context, group, topic, brokerName 
 		"offset": strconv.FormatInt(commitLogOffset, 10), "group": group, "delayLevel": "-1",
 		"originMsgId": msgID, "originTopic": topic, "maxReconsumeTimes": "0", "bname": brokerName,
 	}
-	for attempt := 0; attempt < 2; attempt++ {
-		addr, err := m.masterOf(ctx, topic, brokerName)
-		if err != nil {
-			return fail(rmqpb.Code_HA_NOT_AVAILABLE, "%v", err)
-		}
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
-		r, err := m.cl.Invoke(sctx, addr, remoting.NewRequest(remoting.ConsumerSendMsgBack, ext, nil))
-		cancel()
-		if err != nil || r.Code == remoting.ServiceNotAvailable {
-			m.routes.invalidate(topic)
-			if err != nil && !beforeSend(err) {
-				return fail(rmqpb.Code_PROXY_TIMEOUT, "send %s to %s%s: outcome unknown: %v", msgID, message.DLQTopicPrefix, group, err)
-			}
-			continue
-		}
-		if r.Code != remoting.Success {
-			return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "send %s to %s%s on %s: code %d %s", msgID, message.DLQTopicPrefix, group, brokerName, r.Code, r.Remark)
-		}
-		return ok()
+	res := m.callMaster(ctx, topic, brokerName, m.cfg.SendTimeout, func() *remoting.Command {
+		return remoting.NewRequest(remoting.ConsumerSendMsgBack, ext, nil)
+	})
+	switch {
+	case res.err != nil && res.unknown:
+		return fail(rmqpb.Code_PROXY_TIMEOUT, "send %s to %s%s: outcome unknown: %v", msgID, message.DLQTopicPrefix, group, res.err)
+	case res.err != nil:
+		return fail(rmqpb.Code_HA_NOT_AVAILABLE, "send %s to %s%s: %v", msgID, message.DLQTopicPrefix, group, res.err)
+	case res.resp.Code != remoting.Success:
+		return fail(rmqpb.Code_INTERNAL_SERVER_ERROR, "send %s to %s%s on %s: code %d %s", msgID, message.DLQTopicPrefix, group, brokerName, res.resp.Code, res.resp.Remark)
 	}
-	return fail(rmqpb.Code_HA_NOT_AVAILABLE, "no master of %s answered", brokerName)
+	return ok()
 }
 
 // overAttempts sends the popped messages the group has had delivered max attempts times already
 // to its DLQ and returns the others, to be delivered.
-func (m *messaging) overAttempts(ctx context.Context, addr, group, topic string, msgs []*message.Message) []*message.Message {
+func (m *messaging) overAttempts(ctx context.Context, group, topic string, msgs []*message.Message) []*message.Message {
 	gc, _ := m.groupConfig(ctx, group, topic) // unknown: the brokers' defaults
 	limit := maxAttempts(gc)
 	keep := msgs[:0]

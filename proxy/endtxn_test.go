@@ -60,7 +60,8 @@ func startTxnBroker(t *testing.T) (*txnBroker, *messaging) {
 	m := &messaging{cfg: &cfg, log: hclog.NewNullLogger(), clients: newClientRegistry()}
 	m.cl = remoting.NewClient(remoting.ClientConfig{})
 	t.Cleanup(func() { m.cl.Close() })
-	m.routes = newRouteCache(&cfg, m.cl)
+	m.leaders = newLeaderBook(&cfg, m.cl, hclog.NewNullLogger())
+	m.routes = newRouteCache(&cfg, m.cl, m.leaders)
 	return f, m
 }
 

@@ -97,13 +97,13 @@ func (m *messaging) checkMessageType(ctx context.Context, topic string, sp *rmqp
 
 // pickQueueFor is pickQueue for a message of group ("" for none): a FIFO message's queue is a
 // stable hash of its group over the topic's writable queues.
-func (m *messaging) pickQueueFor(ctx context.Context, topic, group string) (addr, brokerName string, qid int32, err error) {
+func (m *messaging) pickQueueFor(ctx context.Context, topic, group string) (brokerName string, qid int32, err error) {
 	if group == "" {
 		return m.pickQueue(ctx, topic)
 	}
 	r, err := m.routes.get(ctx, topic)
 	if err != nil {
-		return "", "", 0, err
+		return "", 0, err
 	}
 	qds := slices.Clone(r.QueueDatas)
 	slices.SortFunc(qds, func(a, b *protocol.QueueData) int { return strings.Compare(a.BrokerName, b.BrokerName) })
@@ -121,14 +121,12 @@ func (m *messaging) pickQueueFor(ctx context.Context, topic, group string) (addr
 		}
 	}
 	if len(cands) == 0 {
-		return "", "", 0, fmt.Errorf("topic %s: no writable queue", topic)
+		return "", 0, fmt.Errorf("topic %s: no writable queue", topic)
 	}
 	h := fnv.New64a()
 	h.Write([]byte(group))
 	c := cands[h.Sum64()%uint64(len(cands))]
-	master := routeMaster(r, c.name)
-	if master == "" {
-		return "", "", 0, fmt.Errorf("topic %s: group %s (queue %d of message group %q) has no master", topic, c.name, c.id, group)
-	}
-	return master, c.name, c.id, nil
+	// Sent to c's group's master as the leader book knows it (callMaster), waiting within the
+	// call's budget while a failover leaves it unknown: never to another group's queue.
+	return c.name, c.id, nil
 }

@@ -17,7 +17,8 @@ import (
 func fifoTestProxy(typ string) *messaging {
 	cfg := DefaultConfig()
 	m := &messaging{cfg: &cfg, log: hclog.NewNullLogger()}
-	m.routes = newRouteCache(&cfg, nil)
+	m.leaders = newLeaderBook(&cfg, nil, hclog.NewNullLogger())
+	m.routes = newRouteCache(&cfg, nil, m.leaders)
 	r := &protocol.TopicRouteData{
 		QueueDatas: []*protocol.QueueData{
 			{BrokerName: "b", ReadQueueNums: 4, WriteQueueNums: 4, Perm: 6},
@@ -93,13 +94,13 @@ func TestPickQueueForGroup(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 64; i++ {
 		g := string(rune('a'+i%26)) + string(rune('0'+i/26))
-		addr, name, qid, err := m.pickQueueFor(ctx, "T", g)
+		name, qid, err := m.pickQueueFor(ctx, "T", g)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j := 0; j < 3; j++ {
-			a2, n2, q2, _ := m.pickQueueFor(ctx, "T", g)
-			if a2 != addr || n2 != name || q2 != qid {
+			n2, q2, _ := m.pickQueueFor(ctx, "T", g)
+			if n2 != name || q2 != qid {
 				t.Fatalf("group %s moved from %s/%d to %s/%d", g, name, qid, n2, q2)
 			}
 		}

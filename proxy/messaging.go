@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,12 +25,13 @@ const maxBodySize = 4 << 20
 // messaging serves rmqpb.MessagingService.
 type messaging struct {
 	rmqpb.UnimplementedMessagingServiceServer
-	cfg    *Config
-	routes *routeCache
-	cl     *remoting.Client
-	log    hclog.Logger
-	next   atomic.Uint64 // round robin over write queues
-	confs  configCache   // topic and group configs (configs.go)
+	cfg     *Config
+	routes  *routeCache
+	leaders *leaderBook // each group's master (leaders.go)
+	cl      *remoting.Client
+	log     hclog.Logger
+	next    atomic.Uint64 // round robin over write queues
+	confs   configCache   // topic and group configs (configs.go)
 	// clients holds the clients' Telemetry streams and settings (clients.go).
 	clients *clientRegistry
 	// registrar registers the proxy as a producer at the brokers (txnregister.go).
@@ -155,9 +155,9 @@ func (m *messaging) SendMessage(ctx context.Context, req *rmqpb.SendMessageReque
 	return resp, nil
 }
 
-// send stores one message. A send that failed before reaching a broker (no route, refused
-// connection) is tried once more after a fresh route; an answer saying the outcome is unknown
-// is a failure, never a success.
+// send stores one message through its group's master, retrying once at a new master a first
+// attempt that certainly stored nothing; an outcome the proxy cannot know is a failure the
+// client retries, never a success (failover.go).
 func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendResultEntry {
 	sp := msg.GetSystemProperties()
 	entry := &rmqpb.SendResultEntry{MessageId: sp.GetMessageId()}
@@ -178,53 +178,23 @@ func (m *messaging) send(ctx context.Context, msg *rmqpb.Message) *rmqpb.SendRes
 		entry.Status = st
 		return entry
 	}
-	var last error
-	for attempt := 0; attempt < 2; attempt++ {
-		addr, brokerName, qid, err := m.pickQueueFor(ctx, topic, sp.GetMessageGroup())
-		if err != nil {
-			last = err
-			m.routes.invalidate(topic)
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
-		r, err := m.cl.Invoke(sctx, addr, m.request(msg, brokerName, qid))
-		cancel()
-		if err != nil {
-			m.routes.invalidate(topic)
-			if !beforeSend(err) {
-				entry.Status = fail(rmqpb.Code_PROXY_TIMEOUT, "send to %s (%s): outcome unknown: %v", brokerName, addr, err)
-				return entry
-			}
-			last = err
-			continue
-		}
-		switch r.Code {
-		case remoting.Success:
-			off, _ := strconv.ParseInt(r.Ext("queueOffset"), 10, 64)
-			entry.Status, entry.Offset = ok(), off
-			if sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
-				entry.TransactionId, entry.Status = m.halfSent(ctx, brokerName, r)
-			}
-			return entry
-		case remoting.ServiceNotAvailable, remoting.SystemBusy:
-			// Refused before storing (not the leader any more, disk full, busy): the next
-			// route may name a new master.
-			m.routes.invalidate(topic)
-			last = fmt.Errorf("broker %s (%s): code %d %s", brokerName, addr, r.Code, r.Remark)
-			continue
-		default:
-			entry.Status = fail(sendCode(r.Code), "broker %s (%s): code %d %s", brokerName, addr, r.Code, r.Remark)
-			return entry
-		}
+	brokerName, qid, err := m.pickQueueFor(ctx, topic, sp.GetMessageGroup())
+	if errors.Is(err, errNoRoute) {
+		entry.Status = fail(rmqpb.Code_TOPIC_NOT_FOUND, "%v", err)
+		return entry
 	}
-	entry.Status = fail(rmqpb.Code_HA_NOT_AVAILABLE, "no broker of %s took the message: %v", topic, last)
+	if err != nil {
+		entry.Status = fail(rmqpb.Code_HA_NOT_AVAILABLE, "%v", err)
+		return entry
+	}
+	bctx, cancel := m.budget(ctx)
+	defer cancel()
+	res := m.callMaster(bctx, topic, brokerName, m.cfg.SendTimeout, func() *remoting.Command { return m.request(msg, brokerName, qid) })
+	entry = m.sendResult(entry, topic, brokerName, res)
+	if entry.Status.Code == rmqpb.Code_OK && sp.GetMessageType() == rmqpb.MessageType_TRANSACTION {
+		entry.TransactionId, entry.Status = m.halfSent(ctx, brokerName, res.resp) // transaction.go
+	}
 	return entry
-}
-
-// beforeSend reports whether err means the request never reached a broker.
-func beforeSend(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // sendCode maps a broker's refusal to the client's code.
@@ -236,39 +206,41 @@ func sendCode(code int32) rmqpb.Code {
 		return rmqpb.Code_FORBIDDEN
 	case remoting.TopicNotExist:
 		return rmqpb.Code_TOPIC_NOT_FOUND
+	case remoting.SystemBusy:
+		return rmqpb.Code_TOO_MANY_REQUESTS // the clients back off before trying again
+	case remoting.ServiceNotAvailable:
+		return rmqpb.Code_HA_NOT_AVAILABLE
 	}
 	return rmqpb.Code_INTERNAL_SERVER_ERROR
 }
 
-// pickQueue chooses the next writable queue of topic, round robin over its groups' queues, and
-// its group's master address.
-func (m *messaging) pickQueue(ctx context.Context, topic string) (addr, brokerName string, qid int32, err error) {
+// pickQueue chooses the next writable queue of topic, round robin over the queues of its groups
+// that have a master in the route (the leader book says which node that is when sending).
+func (m *messaging) pickQueue(ctx context.Context, topic string) (brokerName string, qid int32, err error) {
 	r, err := m.routes.get(ctx, topic)
 	if err != nil {
-		return "", "", 0, err
+		return "", 0, err
 	}
-	type cand struct {
-		addr, name string
-		id         int32
-	}
-	var cands []cand
+	n := 0
 	for _, qd := range r.QueueDatas {
-		if qd.Perm&2 == 0 {
-			continue
-		}
-		master := routeMaster(r, qd.BrokerName)
-		if master == "" {
-			continue
-		}
-		for id := int32(0); id < qd.WriteQueueNums; id++ {
-			cands = append(cands, cand{master, qd.BrokerName, id})
+		if qd.Perm&2 != 0 && routeMaster(r, qd.BrokerName) != "" {
+			n += int(qd.WriteQueueNums)
 		}
 	}
-	if len(cands) == 0 {
-		return "", "", 0, fmt.Errorf("topic %s: no writable queue with a master", topic)
+	if n == 0 {
+		return "", 0, fmt.Errorf("topic %s: no writable queue with a master", topic)
 	}
-	c := cands[m.next.Add(1)%uint64(len(cands))]
-	return c.addr, c.name, c.id, nil
+	i := int(m.next.Add(1) % uint64(n))
+	for _, qd := range r.QueueDatas {
+		if qd.Perm&2 == 0 || routeMaster(r, qd.BrokerName) == "" {
+			continue
+		}
+		if i < int(qd.WriteQueueNums) {
+			return qd.BrokerName, int32(i), nil
+		}
+		i -= int(qd.WriteQueueNums)
+	}
+	return "", 0, fmt.Errorf("topic %s: route changed while choosing a queue", topic)
 }
 
 // request is the SEND_MESSAGE_V2 of one gRPC message: the client's message id becomes UNIQ_KEY,

@@ -101,23 +101,19 @@ func checkQueue(group string, mq *rmqpb.MessageQueue, needGroup bool) *rmqpb.Sta
 func (m *messaging) queueCall(ctx context.Context, mq *rmqpb.MessageQueue, code int32, ext map[string]string, timeout time.Duration) (*remoting.Command, *rmqpb.Status) {
 	topic, brokerName := mq.GetTopic().GetName(), mq.GetBroker().GetName()
 	var last string
+	// The requests are idempotent: one whose outcome is unknown is asked again, once.
 	for attempt := 0; attempt < 2; attempt++ {
-		addr, err := m.masterOf(ctx, topic, brokerName)
-		if err != nil {
-			m.routes.invalidate(topic)
-			last = err.Error()
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, timeout)
-		r, err := m.cl.Invoke(sctx, addr, remoting.NewRequest(code, ext, nil))
-		cancel()
-		if err != nil || r.Code == remoting.ServiceNotAvailable {
-			m.routes.invalidate(topic)
-			if err != nil {
-				last = err.Error()
-			} else {
-				last = r.Remark
+		res := m.callMaster(ctx, topic, brokerName, timeout, func() *remoting.Command { return remoting.NewRequest(code, ext, nil) })
+		if res.err != nil {
+			last = res.err.Error()
+			if res.unknown {
+				continue
 			}
+			break
+		}
+		r, addr := res.resp, res.addr
+		if r.Code == remoting.ServiceNotAvailable {
+			last = r.Remark
 			continue
 		}
 		switch r.Code {

@@ -11,13 +11,15 @@ import (
 	"rocketraft/remoting"
 )
 
-// routeCache keeps each topic's route from the name servers for a short time, so that a group's
-// new leader is learned within RouteTTL, or at once after a failed send (invalidate).
+// routeCache keeps each topic's route from the name servers for a short time (RouteTTL): which
+// groups and queues a topic has. Which node of a group is its master is the leader book's
+// business (leaders.go), which every route fetched here also feeds.
 type routeCache struct {
-	cfg *Config
-	cl  *remoting.Client
-	mu  sync.Mutex
-	m   map[string]cachedRoute
+	cfg     *Config
+	cl      *remoting.Client
+	leaders *leaderBook
+	mu      sync.Mutex
+	m       map[string]cachedRoute
 }
 
 type cachedRoute struct {
@@ -28,8 +30,8 @@ type cachedRoute struct {
 // errNoRoute: no name server knows the topic.
 var errNoRoute = errors.New("topic not found")
 
-func newRouteCache(cfg *Config, cl *remoting.Client) *routeCache {
-	return &routeCache{cfg: cfg, cl: cl, m: map[string]cachedRoute{}}
+func newRouteCache(cfg *Config, cl *remoting.Client, leaders *leaderBook) *routeCache {
+	return &routeCache{cfg: cfg, cl: cl, leaders: leaders, m: map[string]cachedRoute{}}
 }
 
 // get returns topic's route, asking the name servers if the cached one is older than RouteTTL.
@@ -40,10 +42,11 @@ func (c *routeCache) get(ctx context.Context, topic string) (*protocol.TopicRout
 	if ok && time.Since(e.at) < c.cfg.RouteTTL {
 		return e.r, nil
 	}
-	r, err := c.fetch(ctx, topic)
+	r, err := fetchRoute(ctx, c.cfg, c.cl, topic)
 	if err != nil {
 		return nil, err
 	}
+	c.leaders.observeRoute(r)
 	c.mu.Lock()
 	c.m[topic] = cachedRoute{r: r, at: time.Now()}
 	c.mu.Unlock()
@@ -63,19 +66,12 @@ func routeMaster(r *protocol.TopicRouteData, brokerName string) string {
 	return ""
 }
 
-// invalidate forgets topic's route: the next get asks again.
-func (c *routeCache) invalidate(topic string) {
-	c.mu.Lock()
-	delete(c.m, topic)
-	c.mu.Unlock()
-}
-
-// fetch asks each name server in turn for topic's route.
-func (c *routeCache) fetch(ctx context.Context, topic string) (*protocol.TopicRouteData, error) {
+// fetchRoute asks each name server in turn for topic's route.
+func fetchRoute(ctx context.Context, cfg *Config, cl *remoting.Client, topic string) (*protocol.TopicRouteData, error) {
 	var errs []error
-	for _, ns := range c.cfg.nameServers() {
+	for _, ns := range cfg.nameServers() {
 		req := remoting.NewRequest(remoting.GetRouteInfoByTopic, map[string]string{"topic": topic}, nil)
-		resp, err := c.cl.Invoke(ctx, ns, req)
+		resp, err := cl.Invoke(ctx, ns, req)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("name server %s: %w", ns, err))
 			continue

@@ -136,7 +136,6 @@ func (m *messaging) EndTransaction(ctx context.Context, req *rmqpb.EndTransactio
 	var last error
 	for attempt := 0; attempt < endTxnAttempts; attempt++ {
 		if attempt > 0 {
-			m.routes.invalidate(topic)
 			select {
 			case <-ctx.Done():
 				return answer(fail(rmqpb.Code_PROXY_TIMEOUT, "end transaction %s: %v (last: %v)", id, ctx.Err(), last))
@@ -156,7 +155,7 @@ func (m *messaging) EndTransaction(ctx context.Context, req *rmqpb.EndTransactio
 			cancel()
 			if err != nil {
 				last = fmt.Errorf("%s (%s): %w", id.broker, addr, err)
-				if beforeSend(err) {
+				if errors.Is(err, remoting.ErrNotSent) {
 					continue
 				}
 				break
@@ -188,11 +187,18 @@ func (m *messaging) groupAddrs(ctx context.Context, topic, brokerName string) ([
 			continue
 		}
 		var out []string
-		if a := bd.MasterAddr(); a != "" {
+		// The master as the leader book knows it (it may be newer than the route), then the
+		// route's master and the other nodes.
+		lctx, cancel := context.WithTimeout(ctx, m.cfg.SendTimeout)
+		if a, err := m.masterOf(lctx, topic, brokerName); err == nil && a != "" {
+			out = append(out, a)
+		}
+		cancel()
+		if a := bd.MasterAddr(); a != "" && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 		for _, id := range slices.Sorted(maps.Keys(bd.BrokerAddrs)) {
-			if a := bd.BrokerAddrs[id]; id != protocol.MasterID && a != "" {
+			if a := bd.BrokerAddrs[id]; id != protocol.MasterID && a != "" && !slices.Contains(out, a) {
 				out = append(out, a)
 			}
 		}

@@ -85,7 +85,8 @@ func TestRegistrarAndCheckBack(t *testing.T) {
 	m := &messaging{cfg: &cfg, log: hclog.NewNullLogger(), clients: newClientRegistry()}
 	m.cl = remoting.NewClient(remoting.ClientConfig{Handlers: map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction}})
 	defer m.cl.Close()
-	m.routes = newRouteCache(&cfg, m.cl)
+	m.leaders = newLeaderBook(&cfg, m.cl, hclog.NewNullLogger())
+	m.routes = newRouteCache(&cfg, m.cl, m.leaders)
 	m.registrar = newProducerRegistrar("px-test", m.cl, m.routes, m.clients, hclog.NewNullLogger())
 	go m.registrar.run()
 	defer m.registrar.close()

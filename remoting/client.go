@@ -22,6 +22,12 @@ type ClientConfig struct {
 	// BeforeRequest, when set, is applied to every request just before it is encoded, on every
 	// connection of the client (signing with an ACL account).
 	BeforeRequest func(*Command)
+	// OnConnClose, when set, is called with the address of every connection this client dialed
+	// once that connection has closed (the peer went away, a read or write failed, or CloseAddr),
+	// except after Close. It runs on the connection's own goroutine, after every request waiting
+	// on it has failed; it must not block. The proxy uses it to look for a group's new leader the
+	// moment the connection to the old one breaks.
+	OnConnClose func(addr string)
 }
 
 // Client keeps one connection per remote address, as RocketMQ clients do, and
@@ -66,7 +72,7 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	d := net.Dialer{Timeout: c.cfg.DialTimeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+		return nil, fmt.Errorf("connect to %s: %w: %w", addr, ErrNotSent, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -86,8 +92,19 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	}
 	c.conns[addr] = conn
 	c.mu.Unlock()
-	go conn.serve()
+	go func() {
+		conn.serve()
+		if c.cfg.OnConnClose != nil && !c.isClosed() {
+			c.cfg.OnConnClose(addr)
+		}
+	}()
 	return conn, nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 func isDone(c *Conn) bool {

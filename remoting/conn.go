@@ -19,6 +19,13 @@ import (
 // answer arrived, and for writes to a closed connection.
 var ErrConnClosed = errors.New("remoting: connection closed")
 
+// ErrNotSent is wrapped (besides the cause) by Invoke's errors for a request that never left
+// this process: the connection was closed before the request was queued for writing, the
+// request could not be encoded, or (Client) the connection could not be dialled. The peer cannot
+// have acted on it, so a caller may send it elsewhere without risking a duplicate. Any other
+// error after the request was queued leaves its outcome unknown.
+var ErrNotSent = errors.New("remoting: request not sent")
+
 // Handler serves one request code. It returns the response, or nil when it
 // will answer later through Conn.Reply (long polling) or not at all. The
 // returned command's opaque, flag and serialize type are filled in by the
@@ -273,18 +280,18 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	select {
 	case <-c.closed:
 		c.mu.Unlock()
-		return nil, ErrConnClosed
+		return nil, fmt.Errorf("send request code %d to %s: %w: %w", req.Code, c.RemoteAddr(), ErrNotSent, ErrConnClosed)
 	default:
 	}
 	c.pending[req.Opaque] = pendingCall{ch: ch, code: req.Code}
 	c.mu.Unlock()
 	frame, err := Encode(req)
 	if err == nil {
-		err = c.write(frame)
+		err = c.write(frame) // fails only before the frame is queued
 	}
 	if err != nil {
 		c.forget(req.Opaque)
-		return nil, fmt.Errorf("send request code %d to %s: %w", req.Code, c.RemoteAddr(), err)
+		return nil, fmt.Errorf("send request code %d to %s: %w: %w", req.Code, c.RemoteAddr(), ErrNotSent, err)
 	}
 	select {
 	case resp, ok := <-ch:

@@ -7,6 +7,7 @@
 //	mqbench produce -n 127.0.0.1:9876 -t BenchTopic --mode sync --size 1024 --concurrency 256 --duration 30s
 //	mqbench consume -n 127.0.0.1:9876 -t BenchTopic -g bench_group --duration 30s --expect 1000000
 //	mqbench produce --client native -n 127.0.0.1:9876 -t BenchTopic --mode async --concurrency 256
+//	mqbench produce --client grpc --endpoint 127.0.0.1:8081 -t BenchTopic --mode sync --concurrency 256
 package main
 
 import (
@@ -25,7 +26,8 @@ import (
 )
 
 const usage = `mqbench: benchmark a RocketMQ-compatible broker with the official Go client
-(--client official, the default) or this repository's light client (--client native).
+(--client official, the default), this repository's light client (--client native), or the
+official 5.x Go client through a gRPC proxy (--client grpc --endpoint host:8081).
 
 Usage:
   mqbench produce -n <namesrv[;namesrv...]> -t <topic> [flags]
@@ -104,7 +106,9 @@ func commonFlags(fs *pflag.FlagSet, c *bench.Common) {
 	fs.IntVar(&c.MaxPrintedErrors, "print-errors", 10, "number of errors printed as they happen (all are counted)")
 	fs.StringVar(&c.ClientLogLevel, "client-log-level", "error", "rocketmq client log level: debug, info, warn, error, fatal or off")
 	fs.StringVar(&c.ClientLogFile, "client-log-file", "", "write the client's log to this file instead of stderr")
-	fs.StringVar(&c.Client, "client", bench.ClientOfficial, "client: official (rocketmq-client-go) or native (this repo's remoting client, cheap on CPU)")
+	fs.StringVar(&c.Client, "client", bench.ClientOfficial, "client: official (rocketmq-client-go), native (this repo's remoting client, cheap on CPU) or grpc (the official 5.x client through a proxy, --endpoint)")
+	fs.StringVar(&c.Endpoint, "endpoint", "", "grpc client: the proxy's gRPC address(es), ';'-separated")
+	fs.BoolVar(&c.GRPCTLS, "grpc-tls", false, "grpc client: dial TLS (the 5.x client's default) instead of plaintext")
 	fs.IntVar(&c.Connections, "connections", 2, "native client: connections to each broker that requests are spread over")
 }
 
