@@ -15,7 +15,7 @@ import (
 // Leader tracking. Clients of the proxy never re-resolve anything: the proxy alone must know
 // where each broker group's master is at every moment. It learns that from three sources, the
 // freshest winning:
-//   - routes from the name servers (routeCache.fetch calls observeRoute with every route it
+//   - routes from the name servers (routeCache.get calls observeRoute with every route it
 //     gets): brokerId 0 of each group, which is a DLedger group's ready leader, or, while a group
 //     has none, a follower the name servers publish as stand-in master (namesrv/query.go): a
 //     follower forwards writes and POPs to the leader (broker/forward.go);

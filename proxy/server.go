@@ -99,7 +99,7 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	s.registrar = m.registrar
 	go m.registrar.run()
 	// Stream workers: calls run on long-lived goroutines whose stacks have grown already, instead
-	// of a new goroutine per call growing its stack again (a tenth of the proxy's CPU per send
+	// of a new goroutine per call growing its stack again (about 8 % of the proxy's CPU per send
 	// when measured, scripts/proxybench.sh). A worker waits with its call for the broker's
 	// answer, so there are as many as the sends in flight the proxy is sized for; beyond that a
 	// call gets its own goroutine.
