@@ -55,8 +55,8 @@ func startFakeCluster(t *testing.T) *fakeCluster {
 	return c
 }
 
-// startFakeBroker serves sends with answer and counts them.
-func startFakeBroker(t *testing.T, sends *atomic.Int32, answer func(conn *remoting.Conn, req *remoting.Command) *remoting.Command) *remoting.Server {
+// startSendBroker serves sends with answer and counts them.
+func startSendBroker(t *testing.T, sends *atomic.Int32, answer func(conn *remoting.Conn, req *remoting.Command) *remoting.Command) *remoting.Server {
 	s := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
 	s.Handle(remoting.SendMessageV2, func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		sends.Add(1)
@@ -103,11 +103,11 @@ func TestSendRetriesOnceAtNewMaster(t *testing.T) {
 	var oldSends, newSends atomic.Int32
 	var switched sync.Once
 	var next *remoting.Server
-	old := startFakeBroker(t, &oldSends, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	old := startSendBroker(t, &oldSends, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		switched.Do(func() { c.setMaster(next.Addr()) }) // the name servers learn the new leader
 		return req.NewResponse(remoting.ServiceNotAvailable, "not the Raft leader")
 	})
-	next = startFakeBroker(t, &newSends, ok0)
+	next = startSendBroker(t, &newSends, ok0)
 	c.setMaster(old.Addr())
 	m := newTestMessaging(t, c.ns.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -128,12 +128,12 @@ func TestSendOutcomeUnknownIsNotRetried(t *testing.T) {
 	c := startFakeCluster(t)
 	var oldSends, newSends atomic.Int32
 	var next *remoting.Server
-	old := startFakeBroker(t, &oldSends, func(conn *remoting.Conn, _ *remoting.Command) *remoting.Command {
+	old := startSendBroker(t, &oldSends, func(conn *remoting.Conn, _ *remoting.Command) *remoting.Command {
 		c.setMaster(next.Addr())
 		_ = conn.Close() // dies with the send in hand
 		return nil
 	})
-	next = startFakeBroker(t, &newSends, ok0)
+	next = startSendBroker(t, &newSends, ok0)
 	c.setMaster(old.Addr())
 	m := newTestMessaging(t, c.ns.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -156,8 +156,8 @@ func TestSendOutcomeUnknownIsNotRetried(t *testing.T) {
 func TestSendLearnsLeaderFromForwardingAnswer(t *testing.T) {
 	c := startFakeCluster(t)
 	var followerSends, leaderSends atomic.Int32
-	leader := startFakeBroker(t, &leaderSends, ok0)
-	follower := startFakeBroker(t, &followerSends, func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	leader := startSendBroker(t, &leaderSends, ok0)
+	follower := startSendBroker(t, &followerSends, func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		resp := ok0(conn, req)
 		resp.SetExt(protocol.ExtLeaderAddr, leader.Addr())
 		return resp
