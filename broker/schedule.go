@@ -327,7 +327,8 @@ func nonEmpty(s *fsm.ScheduleDeliver) *fsm.ScheduleDeliver {
 
 // deliveryRecord re-encodes a due SCHEDULE_TOPIC_XXXX record for its real topic and queue, as
 // RocketMQ's messageTimeup: body, flag, sysFlag, born time and host, reconsume times and
-// properties kept except DELAY and the timer properties, WAIT=false, new store time and host. A
+// properties kept except DELAY and the relative timer properties (TIMER_DELIVER_MS, the due
+// time, stays), WAIT=false, new store time and host. A
 // timer message not yet due is queued again in the level that fits. nil, err: the record is
 // unusable (no REAL_TOPIC, say) and must be skipped.
 func (b *Broker) deliveryRecord(raw []byte, now time.Time) ([]byte, error) {
@@ -346,7 +347,9 @@ func (b *Broker) deliveryRecord(raw []byte, now time.Time) ([]byte, error) {
 	if due, timer, _ := timerDue(props, now); timer && due.After(now) {
 		m.Topic, m.QueueID = meta.ScheduleTopic, int32(b.timerLevel(due.Sub(now))-1)
 	} else {
-		delete(props, message.PropertyTimerDeliverMS)
+		// A due timer message keeps TIMER_DELIVER_MS: RocketMQ 5 consumers read it as the
+		// message's delivery timestamp (proxy/consume.go). Re-sends ignore a time in the past
+		// (applyDelay) and sendback.go drops it.
 		delete(props, message.PropertyTimerDelaySec)
 		delete(props, propertyTimerDelayMS)
 	}

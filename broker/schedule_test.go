@@ -178,7 +178,7 @@ func TestSchedulerClassic(t *testing.T) {
 		t.Fatalf("timer second hop: %+v", s)
 	}
 	tm, _, _ = message.DecodeRecord(s.Records[0])
-	if tm.Topic != "Real" || message.ParseProperties(tm.Properties)["TIMER_DELIVER_MS"] != "" {
+	if tm.Topic != "Real" || message.ParseProperties(tm.Properties)["TIMER_DELIVER_MS"] != strconv.FormatInt(t0.Add(6500*time.Millisecond).UnixMilli(), 10) {
 		t.Fatalf("due timer message went to %s with %q", tm.Topic, tm.Properties)
 	}
 }
