@@ -298,7 +298,7 @@ func (b *Broker) nextStep(level int32, now time.Time) (*fsm.ScheduleDeliver, err
 		if err != nil {
 			return nil, fmt.Errorf("level %d offset %d: %w", level, step.To, err)
 		}
-		if time.UnixMilli(v.StoreTimestamp()).Add(delay).After(now) {
+		if time.UnixMilli(v.StoreTimestamp()).Add(delay).After(now) && !timerDueBy(v, now) {
 			return nonEmpty(step), nil
 		}
 		rec, err := b.deliveryRecord(raw, now)
@@ -316,6 +316,19 @@ func (b *Broker) nextStep(level int32, now time.Time) (*fsm.ScheduleDeliver, err
 	}
 	step.To = max(step.To, r.NextBeginOffset)
 	return nonEmpty(step), nil
+}
+
+// timerDueBy reports whether v is a timer message due by now. A timer message with less time
+// left than its level's delay (the shortest level when under it) is delivered at its own due
+// time rather than the level's, so it is not up to a whole level late. The records behind it
+// in the queue wait no longer than they would have by their level's time alone.
+func timerDueBy(v message.View, now time.Time) bool {
+	s, ok := v.Property(message.PropertyTimerDeliverMS)
+	if !ok {
+		return false
+	}
+	ms, err := strconv.ParseInt(string(s), 10, 64)
+	return err == nil && !time.UnixMilli(ms).After(now)
 }
 
 func nonEmpty(s *fsm.ScheduleDeliver) *fsm.ScheduleDeliver {

@@ -248,7 +248,7 @@ func matrixDelay(t *testing.T, tg *matrixTarget) {
 	p := newV5Producer(t, tg.px.addr, topic)
 	due := map[string]time.Time{}
 	now := time.Now()
-	for i, d := range []time.Duration{2500 * time.Millisecond, 4 * time.Second, 5500 * time.Millisecond} {
+	for i, d := range []time.Duration{2500 * time.Millisecond, 2950 * time.Millisecond, 4 * time.Second, 5500 * time.Millisecond} {
 		body := fmt.Sprintf("d-%d", i)
 		at := now.Add(d).Truncate(time.Millisecond)
 		msg := &rmq.Message{Topic: topic, Body: []byte(body)}
