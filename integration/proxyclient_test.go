@@ -5,7 +5,7 @@ package integration
 // (the client's own TLS, the proxy's self-signed certificate): sync and async sends with tags,
 // keys and properties, DELAY messages, tag expressions, SimpleConsumer receive/ack and
 // ChangeInvisibleDuration with redelivery, two SimpleConsumers of one group sharing the load,
-// and over TLS also FIFO order and transactions. One cluster per topology serves all its
+// and over TLS also FIFO (order, a group held while in flight) and transactions. One cluster per topology serves all its
 // scenarios, each on its own topic and group, in parallel.
 
 import (
@@ -439,11 +439,13 @@ func matrixTwoConsumers(t *testing.T, tg *matrixTarget) {
 	t.Logf("two consumers of one group: %d and %d of %d messages, none twice", per[0], per[1], n)
 }
 
-// matrixFifo: FIFO order per message group (setupFifo, checkFifoOrder of fifo_test.go).
+// matrixFifo: FIFO order per message group and a group held while one of its messages is in
+// flight (setupFifo, checkFifoOrder, checkFifoHold of fifo_test.go).
 func matrixFifo(t *testing.T, tg *matrixTarget) {
 	topic, group := setupFifo(t, tg.ns, tg.nodes)
 	p, sc := fifoClients(t, tg.px, topic, group)
 	checkFifoOrder(t, p, sc, topic)
+	checkFifoHold(t, p, sc, topic, nil)
 }
 
 // matrixTxn: commit, rollback and check-back resolved transactions (as runProxyTxns of
