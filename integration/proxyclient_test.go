@@ -190,7 +190,9 @@ func matrixSend(t *testing.T, tg *matrixTarget) {
 			if err != nil || len(r) != 1 {
 				t.Fatalf("send %s: %v %v", body, r, err)
 			}
+			mu.Lock() // the async callbacks write it too
 			sent[body] = want{r[0].MessageID, mode}
+			mu.Unlock()
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
