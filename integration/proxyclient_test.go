@@ -31,6 +31,8 @@ type matrixTarget struct {
 	p4    rocketmq.Producer
 }
 
+// TestProxyV5ClientMatrix runs every scenario against each topology through each transport:
+// one cluster per topology with a plaintext and a TLS proxy, all scenarios in parallel.
 func TestProxyV5ClientMatrix(t *testing.T) {
 	t.Parallel()
 	for _, topo := range []string{"classic", "raft"} {
