@@ -298,7 +298,7 @@ func (b *Broker) nextStep(level int32, now time.Time) (*fsm.ScheduleDeliver, err
 		if err != nil {
 			return nil, fmt.Errorf("level %d offset %d: %w", level, step.To, err)
 		}
-		if time.UnixMilli(v.StoreTimestamp()).Add(delay).After(now) {
+		if time.UnixMilli(v.StoreTimestamp()).Add(delay).After(now) && !timerDueBy(v, now) {
 			return nonEmpty(step), nil
 		}
 		rec, err := b.deliveryRecord(raw, now)
@@ -318,6 +318,19 @@ func (b *Broker) nextStep(level int32, now time.Time) (*fsm.ScheduleDeliver, err
 	return nonEmpty(step), nil
 }
 
+// timerDueBy reports whether v is a timer message due by now. A timer message with less time
+// left than its level's delay (the shortest level when under it) is delivered at its own due
+// time rather than the level's, so it is not up to a whole level late. The records behind it
+// in the queue wait no longer than they would have by their level's time alone.
+func timerDueBy(v message.View, now time.Time) bool {
+	s, ok := v.Property(message.PropertyTimerDeliverMS)
+	if !ok {
+		return false
+	}
+	ms, err := strconv.ParseInt(string(s), 10, 64)
+	return err == nil && !time.UnixMilli(ms).After(now)
+}
+
 func nonEmpty(s *fsm.ScheduleDeliver) *fsm.ScheduleDeliver {
 	if s.To <= s.From {
 		return nil
@@ -327,7 +340,8 @@ func nonEmpty(s *fsm.ScheduleDeliver) *fsm.ScheduleDeliver {
 
 // deliveryRecord re-encodes a due SCHEDULE_TOPIC_XXXX record for its real topic and queue, as
 // RocketMQ's messageTimeup: body, flag, sysFlag, born time and host, reconsume times and
-// properties kept except DELAY and the timer properties, WAIT=false, new store time and host. A
+// properties kept except DELAY and the relative timer properties (TIMER_DELIVER_MS, the due
+// time, stays), WAIT=false, new store time and host. A
 // timer message not yet due is queued again in the level that fits. nil, err: the record is
 // unusable (no REAL_TOPIC, say) and must be skipped.
 func (b *Broker) deliveryRecord(raw []byte, now time.Time) ([]byte, error) {
@@ -346,7 +360,9 @@ func (b *Broker) deliveryRecord(raw []byte, now time.Time) ([]byte, error) {
 	if due, timer, _ := timerDue(props, now); timer && due.After(now) {
 		m.Topic, m.QueueID = meta.ScheduleTopic, int32(b.timerLevel(due.Sub(now))-1)
 	} else {
-		delete(props, message.PropertyTimerDeliverMS)
+		// A due timer message keeps TIMER_DELIVER_MS: RocketMQ 5 consumers read it as the
+		// message's delivery timestamp (proxy/consume.go). Re-sends ignore a time in the past
+		// (applyDelay) and sendback.go drops it.
 		delete(props, message.PropertyTimerDelaySec)
 		delete(props, propertyTimerDelayMS)
 	}

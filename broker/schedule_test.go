@@ -178,7 +178,7 @@ func TestSchedulerClassic(t *testing.T) {
 		t.Fatalf("timer second hop: %+v", s)
 	}
 	tm, _, _ = message.DecodeRecord(s.Records[0])
-	if tm.Topic != "Real" || message.ParseProperties(tm.Properties)["TIMER_DELIVER_MS"] != "" {
+	if tm.Topic != "Real" || message.ParseProperties(tm.Properties)["TIMER_DELIVER_MS"] != strconv.FormatInt(t0.Add(6500*time.Millisecond).UnixMilli(), 10) {
 		t.Fatalf("due timer message went to %s with %q", tm.Topic, tm.Properties)
 	}
 }
@@ -198,5 +198,32 @@ func TestParseSendBackHeader(t *testing.T) {
 		if _, err := parseSendBackHeader(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// TestTimerDueWithinLevel: a timer message with less time left than its level's delay is
+// delivered at its own due time, not the level's: due at +2.5 s with levels 1 s 2 s 4 s, it
+// waits 2 s in level 2, then 0.5 s (not 1 s) in level 1.
+func TestTimerDueWithinLevel(t *testing.T) {
+	b := scheduleBroker(t, "1s 2s 4s")
+	t0 := time.UnixMilli(1_800_000_000_000)
+	storeDelayed(t, b, t0, "timer", map[string]string{"TIMER_DELAY_MS": "2500", "UNIQ_KEY": "UT"}) // level 2
+	s, _ := b.nextStep(2, t0.Add(2*time.Second))
+	if s == nil || len(s.Records) != 1 {
+		t.Fatalf("first hop: %+v", s)
+	}
+	if err := b.deliverStep(s); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.nextStep(1, t0.Add(2499*time.Millisecond)); err != nil || s != nil {
+		t.Fatalf("before its due time: %+v %v", s, err)
+	}
+	s, _ = b.nextStep(1, t0.Add(2500*time.Millisecond))
+	if s == nil || len(s.Records) != 1 {
+		t.Fatalf("at its due time: %+v", s)
+	}
+	m, _, err := message.DecodeRecord(s.Records[0])
+	if err != nil || m.Topic != "Real" || string(m.Body) != "timer" {
+		t.Fatalf("delivered to %s body %q: %v", m.Topic, m.Body, err)
 	}
 }

@@ -79,6 +79,11 @@ type nodeEvent struct {
 	Message  string            `json:"message"`
 	From     int64             `json:"from"`
 	Next     int64             `json:"next"`
+	Group    string            `json:"group"` // a FIFO message's message group
+	TxID     string            `json:"txid"`
+	Commit   bool              `json:"commit"`
+	Checked  int               `json:"checked"`
+	Unknown  int               `json:"unknown"`
 }
 
 // nodeRun is a running client.js.

@@ -4,7 +4,8 @@ package integration
 // three-node DLedger group: SimpleConsumer and PushConsumer receive what Go 4.x and 5.x producers
 // sent, a message whose listener fails is redelivered with a growing delivery attempt and lands in
 // the group's DLQ after the group's max attempts, the Node producer's messages reach a Go
-// consumer, and the offset and pull RPCs answer what the broker holds.
+// consumer, and the offset and pull RPCs answer what the broker holds; FIFO and transactions are
+// in node_fifotxn_test.go.
 
 import (
 	"context"
@@ -34,11 +35,13 @@ func TestNodeClient(t *testing.T) {
 			needNodeClient(t)
 			ns := startNamesrv(t)
 			var c *cluster
+			var nodes []*broker
 			if topo == "classic" {
-				c = &cluster{ns: ns, b: startBroker(t, ns)}
+				c = &cluster{ns: ns, b: startBroker(t, ns, proxyTxnProps...)}
+				nodes = []*broker{c.b}
 			} else {
-				g := startRaftGroup(t, ns, 3)
-				c = g.asCluster(g.waitMaster(t, 20*time.Second, nil))
+				g := startRaftGroup(t, ns, 3, proxyTxnProps...)
+				c, nodes = g.asCluster(g.waitMaster(t, 20*time.Second, nil)), g.nodes
 			}
 			px := startProxy(t, ns)
 			p4 := newProducer(t, c)
@@ -47,6 +50,8 @@ func TestNodeClient(t *testing.T) {
 			t.Run("PushConsumer", func(t *testing.T) { nodePushConsumer(t, c, px, p4) })
 			t.Run("RetryThenDLQ", func(t *testing.T) { nodeRetryToDLQ(t, c, px, p4) })
 			t.Run("ProducerAndOffsets", func(t *testing.T) { nodeProducerAndOffsets(t, c, px) })
+			t.Run("Fifo", func(t *testing.T) { nodeFifo(t, c, nodes, px) })
+			t.Run("Transaction", func(t *testing.T) { nodeTransaction(t, c, px, p4) })
 		})
 	}
 }

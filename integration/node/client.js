@@ -21,6 +21,12 @@
 //                   succeeded; a body starting with --fail makes the listener fail (redelivery).
 //   produce         Producer: send --count messages "<prefix>-<i>" with a tag, keys and a property.
 //   offsets         Raw gRPC calls: QueryOffset, PullMessage, UpdateOffset, GetOffset on one queue.
+//   fifo-produce    Producer: --groups message groups "<mgroup>-<g>", --count messages each,
+//                   sent interleaved (g0 m0, g1 m0, ..., g0 m1, ...) as "<prefix>-<g>-<i>".
+//   txn-produce     Producer with a transaction checker: --count transactions "<prefix>-<i>";
+//                   i%4 = 0 committed, 1 rolled back, 2 and 3 left unknown; the checker answers
+//                   COMMIT for 2, ROLLBACK for 3 ("check" events). Ends once every unknown one
+//                   was checked, --linger ms later (its answer is sent after the check).
 
 const {
   SimpleConsumer, PushConsumer, Producer, ConsumeResult,
@@ -51,6 +57,8 @@ function emit(event, fields) {
 const { format } = require('node:util');
 
 const logger = {
+  // Transaction.commit and rollback call debug unconditionally.
+  debug: (...a) => console.error('DEBUG', format(...a)),
   info: (...a) => console.error('INFO', format(...a)),
   warn: (...a) => console.error('WARN', format(...a)),
   error: (...a) => console.error('ERROR', format(...a)),
@@ -69,6 +77,7 @@ function viewFields(mv) {
     keys: mv.keys || [],
     props: Object.fromEntries(mv.properties || new Map()),
     attempt: mv.deliveryAttempt,
+    group: mv.messageGroup || '',
     offset: mv.offset,
     corrupted: !!mv.corrupted,
   };
@@ -289,11 +298,82 @@ async function offsets() {
   client.close();
 }
 
+async function fifoProduce() {
+  const topic = required('topic');
+  const groups = Number(opts.groups || 1);
+  const mgroup = required('mgroup');
+  const prefix = opts.prefix || 'fifo';
+  const p = new Producer({ endpoints: required('endpoint'), namespace: '', topic, logger });
+  await p.startup();
+  emit('ready', {});
+  try {
+    for (let i = 0; i < count && remaining() > 0; i++) {
+      for (let g = 0; g < groups; g++) {
+        const body = `${prefix}-${g}-${i}`;
+        const receipt = await p.send({ topic, tag: 'FifoTag', messageGroup: `${mgroup}-${g}`, body: Buffer.from(body) });
+        emit('sent', { body, id: receipt.messageId, group: `${mgroup}-${g}` });
+      }
+    }
+  } finally {
+    emit('done', {});
+    await p.shutdown();
+  }
+}
+
+async function txnProduce() {
+  const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
+  const topic = required('topic');
+  const prefix = opts.prefix || 'txn';
+  const fate = body => Number(body.slice(body.lastIndexOf('-') + 1)) % 4;
+  const unknown = new Set();
+  const checked = new Set();
+  let allChecked;
+  const everyChecked = new Promise(resolve => { allChecked = resolve; });
+  const checker = {
+    async check(mv) {
+      const body = mv.body.toString('utf8');
+      emit('check', { body, id: mv.messageId });
+      if (unknown.has(body)) checked.add(body);
+      if (unknown.size > 0 && checked.size === unknown.size) allChecked();
+      switch (fate(body)) {
+        case 0: case 2: return TransactionResolution.COMMIT;
+        case 1: case 3: return TransactionResolution.ROLLBACK;
+        default: return TransactionResolution.TRANSACTION_RESOLUTION_UNSPECIFIED;
+      }
+    },
+  };
+  const p = new Producer({ endpoints: required('endpoint'), namespace: '', topic, checker, logger });
+  await p.startup();
+  emit('ready', {});
+  try {
+    for (let i = 0; i < count; i++) {
+      const body = `${prefix}-${i}`;
+      if (fate(body) >= 2) unknown.add(body);
+    }
+    for (let i = 0; i < count && remaining() > 0; i++) {
+      const body = `${prefix}-${i}`;
+      const tx = p.beginTransaction();
+      const receipt = await p.send({ topic, tag: 'TxnTag', body: Buffer.from(body) }, tx);
+      emit('sent', { body, id: receipt.messageId, txid: receipt.transactionId });
+      if (fate(body) === 0) await tx.commit();
+      if (fate(body) === 1) await tx.rollback();
+      if (fate(body) < 2) emit('ended', { body, commit: fate(body) === 0 });
+    }
+    await Promise.race([ everyChecked, sleep(Math.max(remaining(), 0)) ]);
+    await sleep(Math.min(lingerMs, Math.max(remaining(), 0)));
+  } finally {
+    emit('done', { checked: checked.size, unknown: unknown.size });
+    await p.shutdown();
+  }
+}
+
 const modes = {
   'simple-consume': simpleConsume,
   'push-consume': pushConsume,
   produce,
   offsets,
+  'fifo-produce': fifoProduce,
+  'txn-produce': txnProduce,
 };
 
 async function main() {
