@@ -3,6 +3,7 @@ module rocketraft
 go 1.26.8
 
 require (
+	github.com/apache/rocketmq-clients/golang/v5 v5.1.2
 	github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
@@ -23,7 +24,6 @@ require (
 
 require (
 	contrib.go.opencensus.io/exporter/ocagent v0.6.0 // indirect
-	github.com/apache/rocketmq-clients/golang/v5 v5.1.2
 	github.com/armon/go-metrics v0.4.1 // indirect
 	github.com/benbjohnson/immutable v0.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
