@@ -98,7 +98,8 @@ run() {
 	grep -E '^  error' "$WORK/mqbench.err" | head -3 || true
 	if [ -n "$perfpid" ]; then
 		wait "$perfpid" || true
-		perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -40
+		# (head closes the pipe early: not a failure of the run)
+		perf report -i "$WORK/perf.data" --no-children --sort symbol --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -40 || true
 	fi
 }
 
