@@ -14,7 +14,7 @@
 #
 # Usage: scripts/proxybench.sh
 # Env: DUR (20s), WARMUP (5s), CONC (256), MODE (sync), PRODUCERS (4), ROUNDS (2), CONSUME (1),
-#      GRPC_CONNS ("2"; e.g. "1 4" runs C twice a round), BASE_PORT (24000), BIN (./bin),
+#      GRPC_CONNS ("1"; e.g. "1 4" runs C twice a round), BASE_PORT (24000), BIN (./bin),
 #      PROXY_ENV (environment of the proxy, e.g. GOMAXPROCS=1), PROXY_PERF=secs (perf record -g
 #      of the proxy during the first C run, after the warm-up; the report's top symbols are
 #      printed), KEEP=1 (keep the work directory: logs, perf.data)
@@ -25,7 +25,7 @@ WARMUP="${WARMUP:-5s}"
 CONC="${CONC:-256}"
 MODE="${MODE:-sync}"
 PRODUCERS="${PRODUCERS:-4}"
-GRPC_CONNS="${GRPC_CONNS:-2}"
+GRPC_CONNS="${GRPC_CONNS:-1}"
 ROUNDS="${ROUNDS:-2}"
 CONSUME="${CONSUME:-1}"
 BP="${BASE_PORT:-24000}"
