@@ -144,7 +144,7 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer
 	}
 	if cfg.Client == ClientGRPC {
 		if grpcClient.Consume == nil {
-			return nil, fmt.Errorf("this build of the tool has no gRPC consumer (mqbench5 has the official 5.x client's)")
+			return nil, fmt.Errorf("this build of the tool has no gRPC consumer")
 		}
 		return grpcClient.Consume(ctx, cfg, stdout, stderr)
 	}

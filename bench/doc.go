@@ -68,10 +68,11 @@
 // 5.x Go client and this repository's stubs (proxy/rmqpb) register the same
 // protobuf names and cannot share a binary:
 //
-//   - mqbench: this repository's lean producer (bench/grpcnative): settings
+//   - mqbench: this repository's lean client (bench/grpcnative): settings
 //     once on a Telemetry stream per connection, then one unary SendMessage
 //     per message, Concurrency calls in flight over Connections plaintext
-//     HTTP/2 connections; no consumer.
+//     HTTP/2 connections; its consumer's Pollers goroutines call
+//     ReceiveMessage and ack each receive's messages with one AckMessage.
 //   - mqbench5: the official 5.x Go client (bench/grpc5,
 //     github.com/apache/rocketmq-clients/golang/v5), dialing plaintext unless
 //     --grpc-tls: produce sends one message per SendMessage call (sync or

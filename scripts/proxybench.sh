@@ -10,7 +10,8 @@
 # p99, and the CPU time (utime+stime from /proc/<pid>/stat) of the proxy, of the three brokers
 # and of the client (its last reading, up to 0.2 s before it exits) during the run divided by
 # the messages acknowledged (warm-up included on both sides). Then, if CONSUME=1, one consumer
-# run each way (direct: the native client pulling; proxy: a 5.x SimpleConsumer, mqbench5).
+# run each way (direct: the native client pulling; proxy: a 5.x SimpleConsumer, mqbench5, and
+# this project's simple consumer, mqbench, acking each receive's messages in one call).
 #
 # Usage: scripts/proxybench.sh
 # Env: DUR (20s), WARMUP (5s), CONC (256), MODE (sync), PRODUCERS (4), ROUNDS (2), CONSUME (1),
@@ -114,14 +115,13 @@ done
 if [ "$CONSUME" = 1 ]; then
 	# Consumers start at the queues' end and read what a producer run writes meanwhile.
 	stored() { "$BIN"/mqadmin topicStatus -n "$NS" -t BenchProxy -o json | grep -o '"maxOffset": *[0-9]*' | awk -F: '{s+=$2} END {print s+0}'; }
-	for side in direct proxy; do
-		if [ "$side" = direct ]; then
-			cargs=(--client native -n "$NS")
-		else
-			cargs=(--client grpc --endpoint "$PX" --pollers 8)
-		fi
+	for side in direct proxy-5.x proxy-native; do
 		cbin=mqbench
-		[ "$side" = proxy ] && cbin=mqbench5
+		case $side in
+		direct) cargs=(--client native -n "$NS") ;;
+		proxy-5.x) cbin=mqbench5 cargs=(--client grpc --endpoint "$PX" --pollers 8) ;;
+		*) cargs=(--client grpc --endpoint "$PX" --pollers 8 --connections 1) ;;
+		esac
 		p0=$(ticks "$ppid")
 		"$BIN/$cbin" consume "${cargs[@]}" -t BenchProxy -g "bench_$side" -d "$DUR" --warmup "$WARMUP" -q >"$WORK/consume-$side.out" 2>&1 &
 		cpid=$!

@@ -30,7 +30,7 @@ import (
 const usage = `mqbench: benchmark a RocketMQ-compatible broker with the official Go client
 (--client official, the default), this repository's light client (--client native), or a
 RocketMQ 5 gRPC proxy (--client grpc --endpoint host:8081): with mqbench this repository's lean
-gRPC producer (no consumer), with mqbench5 the official 5.x Go client (producer and consumer).
+gRPC client, with mqbench5 the official 5.x Go client.
 
 Usage:
   mqbench produce -n <namesrv[;namesrv...]> -t <topic> [flags]
@@ -106,7 +106,7 @@ func commonFlags(fs *pflag.FlagSet, c *bench.Common) {
 	fs.IntVar(&c.MaxPrintedErrors, "print-errors", 10, "number of errors printed as they happen (all are counted)")
 	fs.StringVar(&c.ClientLogLevel, "client-log-level", "error", "rocketmq client log level: debug, info, warn, error, fatal or off")
 	fs.StringVar(&c.ClientLogFile, "client-log-file", "", "write the client's log to this file instead of stderr")
-	fs.StringVar(&c.Client, "client", bench.ClientOfficial, "client: official (rocketmq-client-go), native (this repo's remoting client, cheap on CPU) or grpc (through a proxy, --endpoint: mqbench's own lean producer, mqbench5's official 5.x client)")
+	fs.StringVar(&c.Client, "client", bench.ClientOfficial, "client: official (rocketmq-client-go), native (this repo's remoting client, cheap on CPU) or grpc (through a proxy, --endpoint: mqbench's own lean client, mqbench5's official 5.x client)")
 	fs.StringVar(&c.Endpoint, "endpoint", "", "grpc client: the proxy's gRPC address(es), ';'-separated")
 	fs.BoolVar(&c.GRPCTLS, "grpc-tls", false, "grpc client: dial TLS (the 5.x client's default) instead of plaintext")
 	fs.IntVar(&c.Connections, "connections", 2, "native client: connections to each broker that requests are spread over; mqbench's grpc client: HTTP/2 connections to the proxy")

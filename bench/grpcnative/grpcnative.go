@@ -1,7 +1,8 @@
-// Package grpcnative is the benchmark's own lean RocketMQ 5 gRPC producer, on this repository's
-// stubs (proxy/rmqpb): settings once on a Telemetry stream per connection, then one unary
-// SendMessage per message with a message id, over a few plaintext HTTP/2 connections. It does
-// what a proxy needs from a producer and no more (no route queries, heartbeats, retries or
+// Package grpcnative is the benchmark's own lean RocketMQ 5 gRPC client, on this repository's
+// stubs (proxy/rmqpb). Its producer sends its settings once on a Telemetry stream per
+// connection, then one unary SendMessage per message with a message id, over a few plaintext
+// HTTP/2 connections; its simple consumer (consume.go) receives and acks each batch with one
+// call. It does what a proxy needs from a client and no more (no route queries, heartbeats, retries or
 // metrics), so that a benchmark through a proxy measures the proxy rather than the official 5.x
 // client, which costs more CPU per message than the proxy on a shared machine (README, "The
 // gRPC proxy against direct remoting"). It must never be linked with the official client
@@ -34,8 +35,8 @@ import (
 // Name is this client's name in banners and summaries.
 const Name = "grpc-native"
 
-// Client is this package's runs, for bench.UseGRPC (a producer only).
-var Client = bench.GRPCClient{Name: Name, Produce: Produce}
+// Client is this package's runs, for bench.UseGRPC.
+var Client = bench.GRPCClient{Name: Name, Produce: Produce, Consume: Consume}
 
 // conn is one HTTP/2 connection to a proxy, with the identity its calls carry.
 type conn struct {
@@ -45,9 +46,24 @@ type conn struct {
 	tel rmqpb.MessagingService_TelemetryClient
 }
 
-// dial opens one connection to endpoint as client id and announces a producer of topic on its
-// Telemetry stream, waiting for the proxy's settings.
-func dial(ctx context.Context, endpoint, id, topic string, timeout time.Duration, useTLS bool) (*conn, error) {
+// producerSettings announces a producer of topic.
+func producerSettings(topic string, timeout time.Duration) *rmqpb.Settings {
+	producer := rmqpb.ClientType_PRODUCER
+	return &rmqpb.Settings{
+		ClientType:     &producer,
+		RequestTimeout: durationpb.New(timeout),
+		PubSub:         &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{Topics: []*rmqpb.Resource{{Name: topic}}}},
+		UserAgent:      userAgent(),
+	}
+}
+
+func userAgent() *rmqpb.UA {
+	return &rmqpb.UA{Language: rmqpb.Language_GOLANG, Version: "rocketraft-bench", Platform: "linux", Hostname: hostname()}
+}
+
+// dial opens one connection to endpoint as client id and sends settings on its Telemetry
+// stream, waiting for the proxy's answer.
+func dial(ctx context.Context, endpoint, id string, settings *rmqpb.Settings, useTLS bool) (*conn, error) {
 	creds := insecure.NewCredentials()
 	if useTLS {
 		creds = credentials.NewTLS(nil)
@@ -66,13 +82,6 @@ func dial(ctx context.Context, endpoint, id, topic string, timeout time.Duration
 		return nil, fmt.Errorf("telemetry stream to %s: %w", endpoint, err)
 	}
 	c.tel = tel
-	producer := rmqpb.ClientType_PRODUCER
-	settings := &rmqpb.Settings{
-		ClientType:     &producer,
-		RequestTimeout: durationpb.New(timeout),
-		PubSub:         &rmqpb.Settings_Publishing{Publishing: &rmqpb.Publishing{Topics: []*rmqpb.Resource{{Name: topic}}}},
-		UserAgent:      &rmqpb.UA{Language: rmqpb.Language_GOLANG, Version: "rocketraft-bench", Platform: "linux", Hostname: hostname()},
-	}
 	answered := make(chan error, 1)
 	go func() {
 		if err := tel.Send(&rmqpb.TelemetryCommand{Command: &rmqpb.TelemetryCommand_Settings{Settings: settings}}); err != nil {
@@ -168,7 +177,7 @@ func Produce(ctx context.Context, cfg bench.ProduceConfig, stdout, stderr io.Wri
 	defer cancel()
 	for i := range cfg.Connections {
 		id := "mqbench-native@" + strconv.Itoa(os.Getpid()) + "@" + strconv.Itoa(i)
-		c, err := dial(dctx, strings.TrimSpace(endpoints[i%len(endpoints)]), id, cfg.Topic, cfg.SendTimeout, cfg.GRPCTLS)
+		c, err := dial(dctx, strings.TrimSpace(endpoints[i%len(endpoints)]), id, producerSettings(cfg.Topic, cfg.SendTimeout), cfg.GRPCTLS)
 		if err != nil {
 			return nil, err
 		}

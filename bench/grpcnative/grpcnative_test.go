@@ -2,6 +2,7 @@ package grpcnative
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"rocketraft/bench"
 	"rocketraft/proxy/rmqpb"
@@ -178,3 +180,93 @@ func TestProduceNoProxy(t *testing.T) {
 type writerFunc func(p []byte) (int, error)
 
 func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
+
+// fakeConsumerProxy serves ReceiveMessage from a fixed supply of messages, batch by batch
+// (then MESSAGE_NOT_FOUND), and records the acks.
+type fakeConsumerProxy struct {
+	fakeProxy
+	supply int
+
+	acked     map[string]bool
+	ackCalls  int
+	badRecv   string
+	receiveNr int
+}
+
+func (f *fakeConsumerProxy) ReceiveMessage(req *rmqpb.ReceiveMessageRequest, stream rmqpb.MessagingService_ReceiveMessageServer) error {
+	f.mu.Lock()
+	id := clientIDOf(stream.Context())
+	if s := f.settings[id]; s.GetSubscription().GetGroup().GetName() != "G" || req.GetGroup().GetName() != "G" ||
+		req.GetMessageQueue().GetTopic().GetName() != "T" || req.GetInvisibleDuration().AsDuration() < 10*time.Second {
+		f.badRecv = "receive without the subscription's settings, or a bad request"
+	}
+	n := min(int(req.GetBatchSize()), f.supply)
+	f.supply -= n
+	first := f.receiveNr
+	f.receiveNr += n
+	f.mu.Unlock()
+	if n == 0 {
+		return stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{
+			Status: &rmqpb.Status{Code: rmqpb.Code_MESSAGE_NOT_FOUND}}})
+	}
+	if err := stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Status{Status: &rmqpb.Status{Code: rmqpb.Code_OK}}}); err != nil {
+		return err
+	}
+	for i := range n {
+		mid := fmt.Sprintf("m%d", first+i)
+		handle := "h-" + mid
+		m := &rmqpb.Message{Topic: &rmqpb.Resource{Name: "T"}, Body: make([]byte, 10),
+			SystemProperties: &rmqpb.SystemProperties{MessageId: mid, ReceiptHandle: &handle, BornTimestamp: timestamppb.Now()}}
+		if err := stream.Send(&rmqpb.ReceiveMessageResponse{Content: &rmqpb.ReceiveMessageResponse_Message{Message: m}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fakeConsumerProxy) AckMessage(_ context.Context, req *rmqpb.AckMessageRequest) (*rmqpb.AckMessageResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ackCalls++
+	for _, e := range req.GetEntries() {
+		if e.GetReceiptHandle() != "h-"+e.GetMessageId() || f.acked[e.GetMessageId()] {
+			f.badRecv = "bad or repeated ack of " + e.GetMessageId()
+		}
+		f.acked[e.GetMessageId()] = true
+	}
+	return &rmqpb.AckMessageResponse{Status: &rmqpb.Status{Code: rmqpb.Code_OK}}, nil
+}
+
+// TestConsume: the consumer announces its subscription, receives batches and acks each batch
+// with one call, and the run ends when the expected number of messages arrived.
+func TestConsume(t *testing.T) {
+	f := &fakeConsumerProxy{supply: 100, acked: map[string]bool{}}
+	f.settings, f.ids = map[string]*rmqpb.Settings{}, map[string]bool{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	rmqpb.RegisterMessagingServiceServer(s, f)
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(s.Stop)
+	cfg := bench.ConsumeConfig{Common: bench.Common{Topic: "T", Duration: 20 * time.Second, Interval: time.Second, Quiet: true,
+		Client: bench.ClientGRPC, Endpoint: ln.Addr().String(), Connections: 2},
+		Group: "G", Tag: "*", PullBatch: 10, Pollers: 3, Expect: 100, From: "last"}
+	t0 := time.Now()
+	sum, err := Consume(context.Background(), cfg, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(t0) > 10*time.Second {
+		t.Fatalf("took %s: the run did not end at --expect", time.Since(t0))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.badRecv != "" {
+		t.Fatal(f.badRecv)
+	}
+	if sum.TotalMsgs != 100 || len(f.acked) != 100 || f.ackCalls != 10 || len(f.settings) != 2 {
+		t.Fatalf("%d msgs, %d acked in %d calls, %d clients; want 100, 100, 10, 2", sum.TotalMsgs, len(f.acked), f.ackCalls, len(f.settings))
+	}
+}

@@ -1,6 +1,6 @@
 // Command mqbench benchmarks a RocketMQ-compatible broker through the official Go client, this
 // repository's light remoting client (--client native), or a RocketMQ 5 gRPC proxy with this
-// repository's lean gRPC producer (--client grpc). The official 5.x Go client through a proxy is
+// repository's lean gRPC client (--client grpc). The official 5.x Go client through a proxy is
 // cmd/mqbench5: it cannot share a binary with this repository's stubs. Flags: bench/cli; what
 // is measured: package rocketraft/bench.
 package main
