@@ -1,7 +1,7 @@
 # rocketraft: RocketMQ-compatible broker whose commitlog is replicated by Raft.
 GO        ?= go
 BIN       := bin
-BINARIES  := mqnamesrv mqbroker mqadmin mqbench mqproxy
+BINARIES  := mqnamesrv mqbroker mqadmin mqbench mqbench5 mqproxy
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /integration)
 
 .PHONY: all build test unit integration vet fmt-check run bench chaos proto clean

@@ -143,7 +143,10 @@ func RunConsume(ctx context.Context, cfg ConsumeConfig, stdout, stderr io.Writer
 		return nil, err
 	}
 	if cfg.Client == ClientGRPC {
-		return runGRPCConsume(ctx, cfg, stdout, stderr)
+		if grpcClient.Consume == nil {
+			return nil, fmt.Errorf("this build of the tool has no gRPC consumer")
+		}
+		return grpcClient.Consume(ctx, cfg, stdout, stderr)
 	}
 	ns, err := ResolveNameServers(cfg.NameServers)
 	if err != nil {

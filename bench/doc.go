@@ -63,13 +63,24 @@
 // # gRPC client (Client = ClientGRPC)
 //
 // With --client grpc --endpoint host:port the runs go through a RocketMQ 5
-// gRPC proxy (mqproxy) with the official 5.x Go client
-// (github.com/apache/rocketmq-clients/golang/v5), dialing plaintext unless
-// --grpc-tls: produce sends one message per SendMessage call (sync or
-// async, Producers client instances); consume runs Pollers goroutines of
-// one SimpleConsumer that Receive and Ack every message (a new group starts
-// at the queues' end). scripts/proxybench.sh compares it with direct
-// remoting on the same group.
+// gRPC proxy (mqproxy). The gRPC clients live in packages of their own,
+// which a command installs with UseGRPC (extern.go), because the official
+// 5.x Go client and this repository's stubs (proxy/rmqpb) register the same
+// protobuf names and cannot share a binary:
+//
+//   - mqbench: this repository's lean client (bench/grpcnative): settings
+//     once on a Telemetry stream per connection, then one unary SendMessage
+//     per message, Concurrency calls in flight over Connections plaintext
+//     HTTP/2 connections; its consumer's Pollers goroutines call
+//     ReceiveMessage and ack each receive's messages with one AckMessage.
+//   - mqbench5: the official 5.x Go client (bench/grpc5,
+//     github.com/apache/rocketmq-clients/golang/v5), dialing plaintext unless
+//     --grpc-tls: produce sends one message per SendMessage call (sync or
+//     async, Producers client instances); consume runs Pollers goroutines of
+//     one SimpleConsumer that Receive and Ack every message (a new group
+//     starts at the queues' end).
+//
+// scripts/proxybench.sh compares both with direct remoting on the same group.
 //
 // # Measurement
 //

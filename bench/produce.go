@@ -178,7 +178,10 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	case ClientNative:
 		return runNativeProduce(ctx, cfg, ns, stdout, stderr)
 	case ClientGRPC:
-		return runGRPCProduce(ctx, cfg, stdout, stderr)
+		if grpcClient.Produce == nil {
+			return nil, fmt.Errorf("this build of the tool has no gRPC producer (mqbench has this repository's, mqbench5 the official 5.x client's)")
+		}
+		return grpcClient.Produce(ctx, cfg, stdout, stderr)
 	}
 
 	producers := make([]rocketmq.Producer, 0, cfg.Producers)
