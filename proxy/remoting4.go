@@ -145,7 +145,8 @@ func answerOf(req, resp *remoting.Command) *remoting.Command {
 // timeoutOf is how long a forwarded request may take at the broker.
 func (f *front4) timeoutOf() time.Duration { return f.cfg.SendTimeout }
 
-// ctx bounds the proxy's work on one request.
+// ctx bounds the proxy's work on one request: a remoting request carries no deadline, so the
+// proxy answers (in-band) clientMargin before sendTimeout, the 4.x clients' default of 3 s.
 func (f *front4) ctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 2*f.cfg.SendTimeout)
+	return context.WithTimeout(context.Background(), f.cfg.SendTimeout-clientMargin)
 }

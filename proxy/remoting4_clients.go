@@ -349,3 +349,29 @@ func (f *front4) onCheckTransaction4(bconn *remoting.Conn, req *remoting.Command
 	}
 	return nil
 }
+
+// reheartbeat sends the last heartbeat of every client of consumer group to addr and waits for
+// the answers (bounded by sendTimeout).
+func (f *front4) reheartbeat(group, addr string) {
+	var hbs []*remoting.Command
+	f.clients.mu.Lock()
+	for _, cl := range f.clients.byID {
+		if has(cl.consumers, group) {
+			hbs = append(hbs, clone(cl.heartbeat))
+		}
+	}
+	f.clients.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.SendTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, hb := range hbs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.m.cl.Invoke(ctx, addr, hb); err != nil {
+				f.log.Debug("heartbeat before a pull", "addr", addr, "error", err)
+			}
+		}()
+	}
+	wg.Wait()
+}

@@ -153,6 +153,7 @@ func (f *front4) handlePull(conn *remoting.Conn, req *remoting.Command) *remotin
 // pullAt makes attempt number attempt of a pull.
 func (f *front4) pullAt(d *remoting.Deferred, req *remoting.Command, bname string, deadline time.Time, attempt int) {
 	fail := func(code int32, err error) {
+		f.log.Warn("4.x pull answered an error", "brokerName", bname, "attempt", attempt, "error", err)
 		d.Answer(func() *remoting.Command { return req.NewResponse(code, "proxy: pull from "+bname+": "+err.Error()) })
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -177,6 +178,22 @@ func (f *front4) pullAt(d *remoting.Deferred, req *remoting.Command, bname strin
 			}
 			fail(remoting.SystemError, err)
 			return
+		}
+		switch resp.Code {
+		case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately:
+		case remoting.SubscriptionNotExist:
+			// A new master that has not had the consumer's heartbeat yet (heartbeatFollower
+			// sends it within moments): send it now, then the pull again.
+			if attempt < maxPullAttempts && time.Now().Before(deadline) {
+				go func() {
+					f.reheartbeat(req.Ext("consumerGroup"), addr)
+					f.pullAt(d, req, bname, deadline, attempt+1)
+				}()
+				return
+			}
+			fallthrough
+		default:
+			f.log.Warn("4.x pull: the broker refused it", "brokerName", bname, "addr", addr, "code", resp.Code, "remark", resp.Remark)
 		}
 		d.Answer(func() *remoting.Command { return answerOf(req, resp) })
 	})
