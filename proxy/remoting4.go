@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"rocketraft/acl"
 	"rocketraft/remoting"
 )
 
@@ -33,6 +34,7 @@ type front4 struct {
 	// 4.x clients only, so that requests the brokers send back on these connections (check-backs,
 	// consumer notices) are known to be for 4.x clients.
 	m       *messaging
+	own     *remoting.Client // the proxy's own name server requests
 	clients *clients4
 	cluster *clusterCache
 	stop    chan struct{}
@@ -50,11 +52,24 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"), Handlers: f.brokerCallbacks(),
 		OnConnClose: func(addr string) { leaders.lost(addr) }}
 	m.cl = remoting.NewClient(rc)
-	leaders = newLeaderBook(cfg, m.cl, log.Named("leaders"))
+	// The proxy's own questions to the name servers (routes, the cluster table) are signed with
+	// its account when it has one; what clients send is passed on with their own signature, on
+	// m.cl, which signs nothing.
+	own := remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv")})
+	if cfg.AccessKey != "" {
+		own = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), BeforeRequest: func(req *remoting.Command) {
+			if req.ExtFields == nil {
+				req.ExtFields = map[string]string{}
+			}
+			acl.Sign(req.ExtFields, req.Body, cfg.AccessKey, cfg.SecretKey)
+		}})
+	}
+	f.own = own
+	leaders = newLeaderBook(cfg, own, log.Named("leaders"))
 	m.leaders = leaders
-	m.routes = newRouteCache(cfg, m.cl, leaders)
+	m.routes = newRouteCache(cfg, own, leaders)
 	f.m = m
-	f.cluster = &clusterCache{cfg: cfg, cl: m.cl, leaders: leaders}
+	f.cluster = &clusterCache{cfg: cfg, cl: own, leaders: leaders}
 	f.srv = remoting.NewServer(remoting.ServerConfig{
 		Addr:   net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.RemotingListenPort)),
 		Logger: log.Named("remoting-server"),
@@ -63,6 +78,7 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	f.srv.OnDisconnect(f.clientGone)
 	if err := f.srv.Start(); err != nil {
 		_ = m.cl.Close()
+		_ = own.Close()
 		return nil, fmt.Errorf("remotingListenPort %d: %w", cfg.RemotingListenPort, err)
 	}
 	go f.heartbeatFollower()
@@ -78,6 +94,7 @@ func (f *front4) close() {
 	close(f.stop)
 	_ = f.srv.Close()
 	_ = f.m.cl.Close()
+	_ = f.own.Close()
 }
 
 // register installs a handler for every code the listener serves; others are answered
