@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The gRPC proxy against direct remoting, on one three-node DLedger group (loopback, data in a
 # temporary directory, 1 KiB messages): a name server, the group and one mqproxy; then producer
-# runs alternating A (direct: the official 4.x Go client, remoting to the brokers) and B (the
-# official 5.x Go client through the proxy, gRPC), ROUNDS times each (A,B,A,B,...), each with
+# runs alternating A (direct: the official 4.x Go client, remoting to the brokers), B (the
+# official 5.x Go client through the proxy, gRPC) and C (the same 4.x client given the proxy's
+# remoting listener as its name server), ROUNDS times each (A,B,C,A,B,C,...), each with
 # CONC sends in flight. For every run: msg/s, p99, and the CPU time (utime+stime from
 # /proc/<pid>/stat) of the proxy, of the three brokers and of the client (its last reading, up to
 # 0.2 s before it exits) during the run divided by the messages acknowledged (warm-up included
@@ -28,6 +29,7 @@ BIN="${BIN:-./bin}"
 WORK="$(mktemp -d /tmp/rr-proxybench.XXXXXX)"
 NS="127.0.0.1:$((BP + 876))"
 PX="127.0.0.1:$((BP + 81))"
+PXR="127.0.0.1:$((BP + 80))" # the proxy's remoting listener (4.x clients)
 HZ=$(getconf CLK_TCK)
 
 # shellcheck source=scripts/procs.sh
@@ -37,7 +39,7 @@ trap 'stop_all; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ)"
-echo "producers: $MODE, $CONC in flight, $PRODUCERS client instances, 1024 B, $DUR (warm-up $WARMUP), $ROUNDS rounds A/B"
+echo "producers: $MODE, $CONC in flight, $PRODUCERS client instances, 1024 B, $DUR (warm-up $WARMUP), $ROUNDS rounds A/B/C"
 "$BIN"/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 pids+=($!)
 peers="n0-127.0.0.1:$((BP + 911));n1-127.0.0.1:$((BP + 912));n2-127.0.0.1:$((BP + 913))"
@@ -53,7 +55,7 @@ wait_port $((BP + 876))
 for i in 0 1 2; do wait_port $((BP + 100 + 3 * i)); done
 for _ in $(seq 150); do "$BIN"/mqadmin topicRoute -n "$NS" -t TBW102 -o json 2>/dev/null | grep -q '"0"' && break; sleep 0.1; done
 # shellcheck disable=SC2086
-env ${PROXY_ENV:-} "$BIN"/mqproxy -n "$NS" --grpcServerPort $((BP + 81)) --listenHost 127.0.0.1 >"$WORK/proxy.log" 2>&1 &
+env ${PROXY_ENV:-} "$BIN"/mqproxy -n "$NS" --grpcServerPort $((BP + 81)) --remotingListenPort $((BP + 80)) --listenHost 127.0.0.1 >"$WORK/proxy.log" 2>&1 &
 pids+=($!)
 ppid=$!
 wait_port $((BP + 81))
@@ -100,6 +102,7 @@ run() {
 for r in $(seq "$ROUNDS"); do
 	run "A$r direct (4.x client)" -n "$NS"
 	run "B$r proxy (5.x client, gRPC)" --client grpc --endpoint "$PX"
+	run "C$r proxy (4.x client, remoting)" -n "$PXR"
 done
 
 if [ "$CONSUME" = 1 ]; then
