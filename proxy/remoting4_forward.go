@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -23,6 +24,18 @@ import (
 
 // maxPullAttempts bounds how often one pull is sent again after a connection broke.
 const maxPullAttempts = 3
+
+// behindRetry is how long the answer to a pull that reached a node behind the consumer waits, so
+// that the client's next pull finds the node caught up or the new master known.
+const behindRetry = 100 * time.Millisecond
+
+// behind reports whether resp, a PULL_OFFSET_MOVED answer to req, would move the consumer back:
+// the node's next offset is below the one the consumer asked for.
+func behind(req, resp *remoting.Command) bool {
+	want, err1 := strconv.ParseInt(req.Ext("queueOffset"), 10, 64)
+	next, err2 := strconv.ParseInt(resp.Ext("nextBeginOffset"), 10, 64)
+	return err1 == nil && err2 == nil && next < want
+}
 
 // groupOf is the broker group req is for: its bname header (n in SEND_MESSAGE_V2's short
 // names), or the only group of the cluster.
@@ -181,6 +194,19 @@ func (f *front4) pullAt(d *remoting.Deferred, req *remoting.Command, bname strin
 		}
 		switch resp.Code {
 		case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately:
+		case remoting.PullOffsetMoved:
+			if behind(req, resp) {
+				// A node behind the client (a follower standing in for the master during a
+				// failover, still catching up): its "offset moved" would send the client's
+				// offset back, and the client would commit that. The client asks again shortly.
+				f.log.Info("4.x pull: a node behind the consumer's offset answered; the client asks again",
+					"brokerName", bname, "addr", addr, "queueOffset", req.Ext("queueOffset"), "nodeMaxOffset", resp.Ext("maxOffset"))
+				out := answerOf(req, resp)
+				out.Code, out.Remark = remoting.PullNotFound, "proxy: the node asked is behind; asking again"
+				out.ExtFields["nextBeginOffset"] = req.Ext("queueOffset")
+				time.AfterFunc(behindRetry, func() { d.Answer(func() *remoting.Command { return out }) })
+				return
+			}
 		case remoting.SubscriptionNotExist:
 			// A new master that has not had the consumer's heartbeat yet (heartbeatFollower
 			// sends it within moments): send it now, then the pull again.
