@@ -88,7 +88,34 @@ func (f *front4) handleToGroup(_ *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "proxy: "+err.Error())
 	}
+	if req.IsOneway() {
+		f.oneway(req, bname)
+		return nil
+	}
 	return f.call(req, bname)
+}
+
+// oneway passes a oneway request (the 4.x clients persist offsets so, and SendOneWay sends so)
+// on as oneway, as the client meant it: nothing waits for the broker, so a client's offset
+// updates do not queue behind each other's replication, and the broker takes them in the order
+// the proxy's connection carries them. Only a request that certainly did not leave (no
+// connection to the master) is sent again, once, to the next master.
+func (f *front4) oneway(req *remoting.Command, bname string) {
+	ctx, cancel := f.ctx()
+	defer cancel()
+	for attempt := 0; attempt < 2; attempt++ {
+		addr, err := f.m.masterOf(ctx, bname, bname)
+		if err != nil {
+			f.log.Debug("4.x oneway request dropped: no master", "code", req.Code, "brokerName", bname, "error", err)
+			return
+		}
+		err = f.m.cl.InvokeOneway(ctx, addr, clone(req))
+		if err == nil {
+			return
+		}
+		f.log.Debug("4.x oneway request not sent", "code", req.Code, "brokerName", bname, "addr", addr, "error", err)
+		f.m.leaders.lost(addr)
+	}
 }
 
 // handleEndTransaction forwards END_TRANSACTION to the group that holds the half message: the
