@@ -136,6 +136,17 @@ func proxy4Scenarios(t *testing.T, pc *cluster) {
 			t.Fatalf("route of %s from the proxy at %s: %v, want {0: %s}", topic, px, addrs, px)
 		}
 	}
+	// mqadmin given a proxy as its name server sees the cluster and the topic, at the proxy.
+	adminVia := &cluster{ns: &namesrv{addr: pc.via[0]}}
+	if out := runAdmin(t, adminVia, "clusterList"); !strings.Contains(out, pc.via[0]) {
+		t.Errorf("mqadmin clusterList through %s does not show it:\n%s", pc.via[0], out)
+	}
+	if out := runAdmin(t, adminVia, "topicList"); !strings.Contains(out, topic) {
+		t.Errorf("mqadmin topicList through %s does not show %s:\n%s", pc.via[0], topic, out)
+	}
+	if out := runAdmin(t, adminVia, "topicRoute", "-t", topic); !strings.Contains(out, pc.via[0]) {
+		t.Errorf("mqadmin topicRoute through %s does not name it:\n%s", pc.via[0], out)
+	}
 	cons := startPushConsumer(t, pc, uniq("GP4"), topic, consumer.MessageSelector{Type: consumer.TAG, Expression: "even"})
 	eventually(t, 60*time.Second, "the push consumer receives every even message", func() error {
 		seen := map[string]bool{}
