@@ -50,7 +50,7 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	m := &messaging{cfg: cfg, log: log, clients: newClientRegistry(), stopping: f.stop}
 	var leaders *leaderBook
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"), Handlers: f.brokerCallbacks(),
-		OnConnClose: func(addr string) { leaders.lost(addr) }}
+		OnConnClose: func(addr string) { f.clients.connLost(); leaders.lost(addr) }}
 	m.cl = remoting.NewClient(rc)
 	// The proxy's own questions to the name servers (routes, the cluster table) are signed with
 	// its account when it has one; what clients send is passed on with their own signature, on

@@ -24,6 +24,10 @@ import (
 // txnMemory is how long the group of a check-back is remembered for the client's answer.
 const txnMemory = time.Minute
 
+// failoverWindow is how long after a group's master changed a pull answer of a node behind the
+// consumer is taken for a node still catching up (remoting4_forward.go).
+const failoverWindow = 10 * time.Second
+
 // heartbeatFollow is how often the leader book is compared with where heartbeats last went.
 const heartbeatFollow = 50 * time.Millisecond
 
@@ -40,7 +44,10 @@ type clients4 struct {
 	mu     sync.Mutex
 	byID   map[string]*client4
 	sentTo map[string]string // brokerName -> the master heartbeats last went to
-	txns   map[string]txnOwner
+	// movedAt is when heartbeatFollower last saw a group's master change.
+	movedAt map[string]time.Time
+	lostAt  time.Time // when a connection to a broker last broke
+	txns    map[string]txnOwner
 }
 
 type txnOwner struct {
@@ -49,7 +56,7 @@ type txnOwner struct {
 }
 
 func newClients4() *clients4 {
-	return &clients4{byID: map[string]*client4{}, sentTo: map[string]string{}, txns: map[string]txnOwner{}}
+	return &clients4{byID: map[string]*client4{}, sentTo: map[string]string{}, movedAt: map[string]time.Time{}, txns: map[string]txnOwner{}}
 }
 
 // put records a client's heartbeat.
@@ -224,6 +231,7 @@ func (f *front4) heartbeatFollower() {
 			if cur := f.m.leaders.current(bname); cur != "" && cur != addr {
 				moves = append(moves, move{bname, cur})
 				f.clients.sentTo[bname] = cur
+				f.clients.movedAt[bname] = time.Now()
 			}
 		}
 		var hbs []*remoting.Command
@@ -374,4 +382,20 @@ func (f *front4) reheartbeat(group, addr string) {
 		}()
 	}
 	wg.Wait()
+}
+
+// connLost records that a connection to a broker broke (a failover may be under way).
+func (c *clients4) connLost() {
+	c.mu.Lock()
+	c.lostAt = time.Now()
+	c.mu.Unlock()
+}
+
+// recentlyMoved reports whether group bname's master changed, or a connection to a broker
+// broke, less than failoverWindow ago.
+func (c *clients4) recentlyMoved(bname string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.movedAt[bname]
+	return (ok && time.Since(at) < failoverWindow) || time.Since(c.lostAt) < failoverWindow
 }

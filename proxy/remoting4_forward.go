@@ -222,10 +222,11 @@ func (f *front4) pullAt(d *remoting.Deferred, req *remoting.Command, bname strin
 		switch resp.Code {
 		case remoting.Success, remoting.PullNotFound, remoting.PullRetryImmediately:
 		case remoting.PullOffsetMoved:
-			if behind(req, resp) {
-				// A node behind the client (a follower standing in for the master during a
-				// failover, still catching up): its "offset moved" would send the client's
+			if behind(req, resp) && f.clients.recentlyMoved(bname) {
+				// Shortly after a failover, a node behind the client (a follower standing in for
+				// the master, still catching up): its "offset moved" would send the client's
 				// offset back, and the client would commit that. The client asks again shortly.
+				// Outside that window the answer is passed on (the queue really is shorter).
 				f.log.Info("4.x pull: a node behind the consumer's offset answered; the client asks again",
 					"brokerName", bname, "addr", addr, "queueOffset", req.Ext("queueOffset"), "nodeMaxOffset", resp.Ext("maxOffset"))
 				out := answerOf(req, resp)
