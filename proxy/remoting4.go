@@ -114,12 +114,15 @@ func (f *front4) register() {
 		remoting.SearchOffsetByTimestamp, remoting.GetEarliestMsgStoreTime} {
 		s.Handle(c, f.handleToGroup)
 	}
-	// A client's offset update and the query it may send right after must reach the broker in
-	// that order (remoting.Server.HandleInOrder).
+	// A client's offset update, the query it may send right after and its pulls (which carry a
+	// commit offset too) are written to the broker in the order the client sent them
+	// (remoting.Server.HandleInOrder): a pull overtaking an older update in the proxy would let
+	// that update move the committed offset back. None of them waits in the lane for the
+	// broker's answer (oneway updates, asynchronous pulls) unless the group has no known master.
 	s.HandleInOrder(remoting.UpdateConsumerOffset, f.handleToGroup)
 	s.HandleInOrder(remoting.QueryConsumerOffset, f.handleToGroup)
-	s.Handle(remoting.PullMessage, f.handlePull)
-	s.Handle(remoting.LitePullMessage, f.handlePull)
+	s.HandleInOrder(remoting.PullMessage, f.handlePull)
+	s.HandleInOrder(remoting.LitePullMessage, f.handlePull)
 	s.Handle(remoting.EndTransaction, f.handleEndTransaction)
 	s.Handle(remoting.LockBatchMQ, f.handleLock)
 	s.Handle(remoting.UnlockBatchMQ, f.handleLock)
