@@ -90,6 +90,7 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 
 	start := time.Now()
 	var killedAt []time.Time
+	var elections durations // kill -9 to the new master registered at the name server
 	next := time.Now().Add(cp.interval / 2)
 	for k := 1; k <= kills; k++ {
 		time.Sleep(time.Until(next))
@@ -101,6 +102,7 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 		killedAt = append(killedAt, killed)
 		next = killed.Add(cp.interval)
 		master := g.waitMaster(t, 20*time.Second, leader)
+		elections = append(elections, time.Since(killed))
 		t.Logf("kill %d/%d: kill -9 of leader %s (%d sends acknowledged before) -> master %s registered after %v",
 			k, kills, leader.proc.name, before, master.proc.name, time.Since(killed).Round(time.Millisecond))
 		time.Sleep(time.Until(killed.Add(cp.restartDelay)))
@@ -126,8 +128,8 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 		}
 		sendGaps = append(sendGaps, longestGap(sendTimes, k, to))
 		recvGaps = append(recvGaps, longestGap(recvTimes, k, to))
-		t.Logf("kill %d/%d: longest time between two acknowledged sends %v, between two deliveries %v",
-			i+1, len(killedAt), sendGaps[i].Round(time.Millisecond), recvGaps[i].Round(time.Millisecond))
+		t.Logf("kill %d/%d: longest time between two acknowledged sends %v, between two deliveries %v (the new master was registered after %v)",
+			i+1, len(killedAt), sendGaps[i].Round(time.Millisecond), recvGaps[i].Round(time.Millisecond), elections[i].Round(time.Millisecond))
 	}
 	res := verifyGroup(t, g, load)
 	if p := p99(sendGaps); p > time.Second {
@@ -143,7 +145,7 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 		len(killedAt), cp.interval, cp.restartDelay, elapsed.Round(time.Second), cp.producers)
 	t.Logf("CHAOS proxy4: messages sent %d (attempts %d, failed attempts %d), acknowledged %d, lost 0, stored %d (%d never acknowledged), duplicates %d (each explained by a failed attempt and its retry)",
 		res.distinct, res.attempts, res.failedAttempts, res.acked, res.stored, res.storedUnacked, res.duplicates)
-	t.Logf("CHAOS proxy4: longest pause between acknowledged sends per kill: %v", sendGaps)
+	t.Logf("CHAOS proxy4: longest pause between acknowledged sends per kill: %v (kill -9 to the new master registered: %v)", sendGaps, elections)
 	t.Logf("CHAOS proxy4: longest pause between deliveries to the push consumer per kill: %v", recvGaps)
 	t.Logf("CHAOS proxy4: consumer received all %d acknowledged messages; %d deliveries, %d of the same body again; committed offsets sampled %d times, %d rollbacks within the replication grace, 0 beyond",
 		consumed.distinctAcked, consumed.deliveries, consumed.redelivered, offs.samples, offs.rollbacks)
