@@ -52,7 +52,9 @@ bench: build
 # all three nodes on lazyfs mounts, cycling defaults, frequent snapshots and torn writeback, and
 # CHAOS_POWERLOSS_ONE of the leader alone and of a follower alone (integration/powerloss_test.go);
 # CHAOS_PROXY_KILLS leader kills every 10-15 s under official 5.x clients connected to mqproxy
-# (integration/proxy_chaos_test.go: pause per kill between two acknowledged sends, p99 <= 1 s).
+# (integration/proxy_chaos_test.go: pause per kill between two acknowledged sends, p99 <= 1 s);
+# CHAOS_PROXY4_KILLS leader kills under official Go 4.x clients given two proxies' remoting
+# listeners as name servers (integration/proxy4_chaos_test.go).
 # The whole
 # -v output scrolls by, then the figures (sent, acknowledged, lost, duplicates, failover
 # min/median/p99/max, catch-up time and MB/s) are repeated at the end. make test runs the same
@@ -69,13 +71,14 @@ CHAOS_PAUSES        ?= 50
 CHAOS_POWERLOSS     ?= 21
 CHAOS_POWERLOSS_ONE ?= 3
 CHAOS_PROXY_KILLS   ?= 10
+CHAOS_PROXY4_KILLS  ?= 20
 chaos: build
 	@out=$$(mktemp); \
 	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
 	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
 	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) RR_NEWNODE_MB=$(NEWNODE_MB) RR_CHAOS_DELAY_KILLS=$(CHAOS_DELAY_KILLS) \
 	  RR_CHAOS_TXN_ROUNDS=$(CHAOS_TXN_ROUNDS) RR_PAUSES=$(CHAOS_PAUSES) RR_POWERLOSS_ROUNDS=$(CHAOS_POWERLOSS) \
-	  RR_POWERLOSS_SINGLE=$(CHAOS_POWERLOSS_ONE) RR_CHAOS_PROXY_KILLS=$(CHAOS_PROXY_KILLS) \
+	  RR_POWERLOSS_SINGLE=$(CHAOS_POWERLOSS_ONE) RR_CHAOS_PROXY_KILLS=$(CHAOS_PROXY_KILLS) RR_CHAOS_PROXY4_KILLS=$(CHAOS_PROXY4_KILLS) \
 	  $(GO) test -count=1 -timeout 30m -v -run '^(TestChaos|TestNewNode)' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== chaos figures ===="; \
 	grep -E 'CHAOS|NEWNODE|kill [0-9]+/|follower kill:|minority left:|leader isolated:|pause [0-9]+/|power loss|^--- |^(ok|FAIL)' $$out; \

@@ -144,7 +144,7 @@ func startChaosLoad(t testing.TB, nsAddr, topic string, producers int, recreate 
 
 func (l *chaosLoad) newProducer() (rocketmq.Producer, error) {
 	p, err := rocketmq.NewProducer(
-		producer.WithNameServer([]string{l.nsAddr}),
+		producer.WithNameServer(strings.Split(l.nsAddr, ";")), // several: proxies (proxy4_test.go)
 		producer.WithGroupName(uniq("PGchaos")),
 		producer.WithInstanceName(uniq("chaos")),
 		producer.WithRetry(0), // retries are ours, with the same body, and recorded

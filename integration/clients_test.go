@@ -26,7 +26,7 @@ import (
 func newProducer(t testing.TB, c *cluster, opts ...producer.Option) rocketmq.Producer {
 	t.Helper()
 	all := append([]producer.Option{
-		producer.WithNameServer([]string{c.ns.addr}),
+		producer.WithNameServer(c.clientNameServers()),
 		producer.WithGroupName(uniq("PG")),
 		producer.WithInstanceName(uniq("prod")),
 		producer.WithRetry(2),
@@ -144,7 +144,7 @@ func startPushConsumerWith(t testing.TB, c *cluster, group, topic string, sel co
 	t.Helper()
 	waitTopicRoute(t, c, topic)
 	all := append([]consumer.Option{
-		consumer.WithNameServer([]string{c.ns.addr}),
+		consumer.WithNameServer(c.clientNameServers()),
 		consumer.WithGroupName(group),
 		consumer.WithInstance(uniq("cons")),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),

@@ -60,7 +60,7 @@ func pollAll(t *testing.T, c *cluster, group, topic string, n int) []*primitive.
 	t.Helper()
 	waitTopicRoute(t, c, topic)
 	pc, err := rocketmq.NewPullConsumer(
-		consumer.WithNameServer([]string{c.ns.addr}),
+		consumer.WithNameServer(c.clientNameServers()),
 		consumer.WithGroupName(group),
 		consumer.WithInstance(uniq("pull")),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),

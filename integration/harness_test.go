@@ -510,6 +510,17 @@ func (b *broker) restart() {
 type cluster struct {
 	ns *namesrv
 	b  *broker
+	// via, when set, is the name server list the clients are given instead of ns (the
+	// remoting listeners of proxies, proxy4_test.go).
+	via []string
+}
+
+// clientNameServers is the name server list the cluster's clients are given.
+func (c *cluster) clientNameServers() []string {
+	if len(c.via) > 0 {
+		return c.via
+	}
+	return []string{c.ns.addr}
 }
 
 // startCluster starts a name server and one broker registered with it.

@@ -56,7 +56,7 @@ func startProxy(t testing.TB, ns *namesrv) *mqproxy {
 	p := &mqproxy{addr: "127.0.0.1:" + strconv.Itoa(port), proc: &proc{
 		name:    "mqproxy",
 		bin:     filepath.Join(binDir, "mqproxy"),
-		args:    []string{"-n", ns.addr, "--grpcServerPort", strconv.Itoa(port), "--listenHost", "127.0.0.1"},
+		args:    []string{"-n", ns.addr, "--grpcServerPort", strconv.Itoa(port), "--listenHost", "127.0.0.1", "--remotingListenPort=0"},
 		logPath: filepath.Join(dir, "mqproxy.log"),
 	}}
 	p.start(t)

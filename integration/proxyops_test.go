@@ -34,7 +34,7 @@ func startProxyWith(t testing.TB, ns *namesrv, extra ...string) *mqproxy {
 	p := &mqproxy{addr: "127.0.0.1:" + strconv.Itoa(port), proc: &proc{
 		name:    "mqproxy",
 		bin:     filepath.Join(binDir, "mqproxy"),
-		args:    append([]string{"-n", ns.addr, "--grpcServerPort", strconv.Itoa(port), "--listenHost", "127.0.0.1"}, extra...),
+		args:    append([]string{"-n", ns.addr, "--grpcServerPort", strconv.Itoa(port), "--listenHost", "127.0.0.1", "--remotingListenPort=0"}, extra...),
 		logPath: filepath.Join(dir, "mqproxy.log"),
 	}}
 	p.start(t)
@@ -125,7 +125,7 @@ func TestProxyConfigKeys(t *testing.T) {
 		key  string
 	}{
 		{[]string{"-pc", file(`{"namesrvAddr": "127.0.0.1:9876", "grpcServerPort": "eighty"}`)}, "grpcServerPort"},
-		{[]string{"-pc", file(`{"namesrvAddr": "127.0.0.1:9876", "remotingListenPort": 8080}`)}, "remotingListenPort"},
+		{[]string{"-pc", file(`{"namesrvAddr": "127.0.0.1:9876", "remotingListenPort": 70000}`)}, "remotingListenPort"},
 		{[]string{"-n", "127.0.0.1:9876", "--aclEnable=perhaps"}, "aclEnable"},
 		{[]string{"-n", "127.0.0.1:9876", "--metricsExporterType=STATSD"}, "metricsExporterType"},
 		{[]string{"-n", "127.0.0.1:9876", "--aclEnable=true"}, "aclConfigFile"},
@@ -143,7 +143,7 @@ func TestProxyConfigKeys(t *testing.T) {
 	// A good file: its keys are used, a flag overrides one of them.
 	ns := startNamesrv(t)
 	port, other := freePort(t), freePort(t)
-	pc := file(fmt.Sprintf(`{"namesrvAddr": %q, "grpcServerPort": %d, "listenHost": "127.0.0.1", "rocketMQClusterName": "DefaultCluster",
+	pc := file(fmt.Sprintf(`{"namesrvAddr": %q, "grpcServerPort": %d, "listenHost": "127.0.0.1", "rocketMQClusterName": "DefaultCluster", "remotingListenPort": 0,
 		"metricsExporterType": "PROM", "metricsPromExporterPort": %d, "metricsPromExporterHost": "127.0.0.1"}`, "127.0.0.1:1", port, other))
 	px := &mqproxy{addr: "127.0.0.1:" + strconv.Itoa(port), proc: &proc{name: "mqproxy", bin: filepath.Join(binDir, "mqproxy"),
 		args: []string{"-pc", pc, "-n", ns.addr}, logPath: filepath.Join(dir, "mqproxy.log")}}

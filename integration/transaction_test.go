@@ -126,7 +126,7 @@ func (l *txnListener) totalChecks() int {
 func startTxnProducer(t testing.TB, nsAddr, group string, l *txnListener) rocketmq.TransactionProducer {
 	t.Helper()
 	p, err := rocketmq.NewTransactionProducer(l,
-		producer.WithNameServer([]string{nsAddr}),
+		producer.WithNameServer(strings.Split(nsAddr, ";")), // several: proxies (proxy4_matrix_test.go)
 		producer.WithGroupName(group),
 		producer.WithInstanceName(uniq("txprod")),
 		producer.WithRetry(2))

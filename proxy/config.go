@@ -23,6 +23,9 @@ type Config struct {
 	GrpcServerPort int `prop:"grpcServerPort"`
 	// ListenHost is the address the gRPC port binds (default 0.0.0.0).
 	ListenHost string `prop:"listenHost"`
+	// RemotingListenPort is where RocketMQ 4.x clients connect, using the proxy as their name
+	// server and every broker group's address (default 8080; 0 = any free port; -1 = off).
+	RemotingListenPort int `prop:"remotingListenPort"`
 	// TLSCertPath and TLSKeyPath are the PEM certificate and key the gRPC port presents to
 	// clients that speak TLS; empty: a self-signed one made at start. Plaintext clients are
 	// served on the same port.
@@ -67,7 +70,7 @@ const (
 // DefaultConfig is a proxy on 8081 with no name server set.
 func DefaultConfig() Config {
 	return Config{
-		RocketMQClusterName: "DefaultCluster", GrpcServerPort: 8081, ListenHost: "0.0.0.0",
+		RocketMQClusterName: "DefaultCluster", GrpcServerPort: 8081, ListenHost: "0.0.0.0", RemotingListenPort: 8080,
 		GrpcShutdownTimeSeconds: 30, MetricsExporterType: MetricsDisable, MetricsPromExporterPort: 5557,
 		LogLevel: "info", LogFormat: "text",
 		RouteTTL: 3 * time.Second, SendTimeout: 3 * time.Second,
@@ -89,6 +92,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GrpcServerPort < 0 || c.GrpcServerPort > 65535 {
 		return bad("grpcServerPort", "%d is not a port", c.GrpcServerPort)
+	}
+	if c.RemotingListenPort < -1 || c.RemotingListenPort > 65535 {
+		return bad("remotingListenPort", "%d is not a port (-1 turns the remoting listener off)", c.RemotingListenPort)
 	}
 	if c.MetricsPromExporterPort < 0 || c.MetricsPromExporterPort > 65535 {
 		return bad("metricsPromExporterPort", "%d is not a port", c.MetricsPromExporterPort)

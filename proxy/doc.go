@@ -23,5 +23,8 @@
 //     authorization header (auth.go), metrics (metrics.go) and a graceful stop that ends streams
 //     with OK, all applied around the RPCs by interceptors (interceptors.go); a log line per
 //     client connection (stats.go); the proxy inside a broker, mqbroker --enable-proxy
-//     (local.go). RPCs with nothing to map onto answer an in-band NOT_IMPLEMENTED (notyet.go).
+//     (local.go). RPCs with nothing to map onto answer an in-band NOT_IMPLEMENTED (notyet.go);
+//   - RocketMQ 4.x clients: a second listener (remotingListenPort) speaks remoting, serving
+//     routes that name the proxy as every group's master and passing each request on to the
+//     group's current master (remoting4*.go).
 package proxy

@@ -19,6 +19,7 @@ func LocalConfig(b *config.Broker) (Config, error) {
 	c.NamesrvAddr = b.NamesrvAddr
 	c.RocketMQClusterName = b.BrokerClusterName
 	c.GrpcServerPort = b.GrpcServerPort
+	c.RemotingListenPort = -1 // the broker itself serves 4.x clients
 	if a, err := netip.ParseAddr(b.BrokerIP1); err == nil && a.IsLoopback() {
 		c.ListenHost = b.BrokerIP1
 	}

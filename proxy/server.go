@@ -42,6 +42,8 @@ type Server struct {
 	closeErr  error
 	// registrar keeps the proxy registered at the brokers as a producer (txnregister.go).
 	registrar *producerRegistrar
+	// front4 serves RocketMQ 4.x clients on remotingListenPort (remoting4.go); nil when off.
+	front4 *front4
 }
 
 // New listens on the gRPC port (port 0: a free one, see Addr) and starts serving.
@@ -106,6 +108,13 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(s.unary), grpc.ChainStreamInterceptor(s.stream),
 		grpc.StatsHandler(&connLog{log: log, metrics: s.metrics}), grpc.NumStreamWorkers(streamWorkers))
 	rmqpb.RegisterMessagingServiceServer(s.grpc, m)
+	if s.front4, err = startFront4(&s.cfg, log.Named("remoting4")); err != nil {
+		ln.Close()
+		s.stop()
+		s.registrar.close()
+		_ = s.cl.Close()
+		return nil, err
+	}
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
 	log.Info("proxy serving RocketMQ 5 gRPC, TLS and plaintext on one port", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
 		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""],
@@ -147,6 +156,14 @@ func (s *Server) signRequest(req *remoting.Command) {
 // Addr is the gRPC listener's address.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// RemotingAddr is the listener of RocketMQ 4.x clients ("" with remotingListenPort -1).
+func (s *Server) RemotingAddr() string {
+	if s.front4 == nil {
+		return ""
+	}
+	return s.front4.Addr()
+}
+
 // MetricsAddr is where /metrics is served ("" with metricsExporterType DISABLE).
 func (s *Server) MetricsAddr() string { return s.metricsAddr }
 
@@ -169,6 +186,9 @@ func (s *Server) Close(grace time.Duration) error {
 			<-stopped
 		}
 		s.registrar.close()
+		if s.front4 != nil {
+			s.front4.close()
+		}
 		s.closeErr = s.cl.Close()
 	})
 	return s.closeErr

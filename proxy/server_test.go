@@ -29,7 +29,7 @@ const (
 func startTestServer(t *testing.T, edit func(*Config)) (*Server, rmqpb.MessagingServiceClient) {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.NamesrvAddr, cfg.GrpcServerPort, cfg.ListenHost = "127.0.0.1:1", 0, "127.0.0.1"
+	cfg.NamesrvAddr, cfg.GrpcServerPort, cfg.ListenHost, cfg.RemotingListenPort = "127.0.0.1:1", 0, "127.0.0.1", 0
 	cfg.MetricsExporterType, cfg.MetricsPromExporterPort = MetricsProm, 0
 	if edit != nil {
 		edit(&cfg)

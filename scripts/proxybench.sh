@@ -4,7 +4,8 @@
 # runs alternating A (direct: the official 4.x Go client, remoting to the brokers), B (the
 # official 5.x Go client through the proxy: mqbench5) and C (this repository's lean gRPC
 # producer through the proxy: mqbench --client grpc, once per value of GRPC_CONNS, the HTTP/2
-# connections it spreads its calls over), ROUNDS times (A,B,C,A,B,C,...), each with CONC sends in
+# connections it spreads its calls over) and D (the 4.x client of A given the proxy's remoting
+# listener as its name server), ROUNDS times (A,B,C,D,A,B,C,D,...), each with CONC sends in
 # flight. C shows the proxy's own cost without the 5.x client's (which costs more CPU per
 # message than the proxy, and every process shares the machine's cores). For every run: msg/s,
 # p99, and the CPU time (utime+stime from /proc/<pid>/stat) of the proxy, of the three brokers
@@ -34,6 +35,7 @@ BIN="${BIN:-./bin}"
 WORK="$(mktemp -d /tmp/rr-proxybench.XXXXXX)"
 NS="127.0.0.1:$((BP + 876))"
 PX="127.0.0.1:$((BP + 81))"
+PXR="127.0.0.1:$((BP + 80))" # the proxy's remoting listener (4.x clients)
 HZ=$(getconf CLK_TCK)
 
 # shellcheck source=scripts/procs.sh
@@ -43,7 +45,7 @@ trap 'stop_all; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 echo "machine: $(nproc) cores, $(uname -sr), load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u +%FT%TZ)"
-echo "producers: $MODE, $CONC in flight, $PRODUCERS client instances, 1024 B, $DUR (warm-up $WARMUP), $ROUNDS rounds A/B/C (C with $GRPC_CONNS connections)"
+echo "producers: $MODE, $CONC in flight, $PRODUCERS client instances, 1024 B, $DUR (warm-up $WARMUP), $ROUNDS rounds A/B/C/D (C with $GRPC_CONNS connections)"
 "$BIN"/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 pids+=($!)
 peers="n0-127.0.0.1:$((BP + 911));n1-127.0.0.1:$((BP + 912));n2-127.0.0.1:$((BP + 913))"
@@ -59,7 +61,7 @@ wait_port $((BP + 876))
 for i in 0 1 2; do wait_port $((BP + 100 + 3 * i)); done
 for _ in $(seq 150); do "$BIN"/mqadmin topicRoute -n "$NS" -t TBW102 -o json 2>/dev/null | grep -q '"0"' && break; sleep 0.1; done
 # shellcheck disable=SC2086
-env ${PROXY_ENV:-} "$BIN"/mqproxy -n "$NS" --grpcServerPort $((BP + 81)) --listenHost 127.0.0.1 >"$WORK/proxy.log" 2>&1 &
+env ${PROXY_ENV:-} "$BIN"/mqproxy -n "$NS" --grpcServerPort $((BP + 81)) --remotingListenPort $((BP + 80)) --listenHost 127.0.0.1 >"$WORK/proxy.log" 2>&1 &
 pids+=($!)
 ppid=$!
 wait_port $((BP + 81))
@@ -110,6 +112,7 @@ for r in $(seq "$ROUNDS"); do
 	for c in $GRPC_CONNS; do
 		run "C$r proxy (native gRPC, $c conns)" mqbench --client grpc --endpoint "$PX" --connections "$c"
 	done
+	run "D$r proxy (4.x client, remoting)" mqbench -n "$PXR"
 done
 
 if [ "$CONSUME" = 1 ]; then

@@ -10,13 +10,15 @@
 # Raft transports on RAFT_PORT, +1, +2; RocketMQ's examples use 40911, but that lies in Linux's
 # ephemeral port range (32768-60999), where a node's own outgoing connection to a peer that is not
 # up yet can take the port the next node is about to listen on); PROXY_PORT (8081, the proxy's gRPC
-# port). DATA (./data) moves the data and logs.
+# port); PROXY_REMOTING_PORT (8080, the proxy's port for RocketMQ 4.x clients). DATA (./data)
+# moves the data and logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAMESRV_PORT="${NAMESRV_PORT:-9876}"
 BROKER_PORT="${BROKER_PORT:-10911}"
 RAFT_PORT="${RAFT_PORT:-20911}"
 PROXY_PORT="${PROXY_PORT:-8081}"
+PROXY_REMOTING_PORT="${PROXY_REMOTING_PORT:-8080}"
 DATA="${DATA:-$PWD/data}"
 NS="127.0.0.1:${NAMESRV_PORT}"
 NODES=(n0 n1 n2)
@@ -85,12 +87,13 @@ if [ -z "$master" ]; then
 	exit 1
 fi
 
-setsid ./bin/mqproxy -n "$NS" --grpcServerPort "$PROXY_PORT" --listenHost 127.0.0.1 >"$DATA/logs/proxy.log" 2>&1 &
+setsid ./bin/mqproxy -n "$NS" --grpcServerPort "$PROXY_PORT" --remotingListenPort "$PROXY_REMOTING_PORT" --listenHost 127.0.0.1 >"$DATA/logs/proxy.log" 2>&1 &
 pids+=($!)
 
 echo
 echo "name server : $NS   (log: $DATA/logs/namesrv.log)"
 echo "proxy       : 127.0.0.1:$PROXY_PORT   RocketMQ 5 gRPC clients (TLS or plaintext), endpoint 127.0.0.1:$PROXY_PORT (log: $DATA/logs/proxy.log)"
+echo "              127.0.0.1:$PROXY_REMOTING_PORT   RocketMQ 4.x clients, as their name server (failover unnoticed by them)"
 echo "broker-a    : three-node DLedger group, Raft peers $PEERS"
 for n in "${NODES[@]}"; do
 	role="follower (SLAVE)"
@@ -106,7 +109,8 @@ Try it (in another terminal):
   ./bin/mqadmin clusterList -n $NS
   kill -9 <pid of the leader>                         # a follower takes over in a few hundred ms
 Clients: set NAMESRV_ADDR=$NS (Go: producer.WithNameServer([]string{"$NS"})); they find the
-master through the name server. RocketMQ 5 clients use the proxy's endpoint 127.0.0.1:$PROXY_PORT.
+master through the name server, or use the proxy as their name server (-n 127.0.0.1:$PROXY_REMOTING_PORT)
+and never see a failover. RocketMQ 5 clients use the proxy's endpoint 127.0.0.1:$PROXY_PORT.
 PIDs: name server ${pids[0]}, n0 ${pids[1]}, n1 ${pids[2]}, n2 ${pids[3]}, proxy ${pids[4]}.
 Press Ctrl-C to stop.
 MSG

@@ -49,7 +49,7 @@ func run() int {
 		logger.Error("cannot start the proxy", "error", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "The Proxy boot success. grpc=%s namesrv=%s metrics=%s\n", srv.Addr(), cfg.NamesrvAddr, srv.MetricsAddr())
+	fmt.Fprintf(os.Stderr, "The Proxy boot success. grpc=%s remoting=%s namesrv=%s metrics=%s\n", srv.Addr(), srv.RemotingAddr(), cfg.NamesrvAddr, srv.MetricsAddr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
