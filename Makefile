@@ -23,7 +23,7 @@ unit:
 	$(GO) test -race -count=1 -timeout 5m $(UNIT_PKGS)
 
 integration: build
-	RR_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 8m ./integration/
+	RR_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m ./integration/
 
 # test is what CI runs: build everything, vet, gofmt, race-enabled unit tests
 # (fuzz targets run over their seed corpus), then the real-process integration
