@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"rocketraft/acl"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -198,18 +199,24 @@ func (f *front4) clientGone(conn *remoting.Conn) {
 	go func() {
 		for _, g := range left {
 			for _, p := range g.c.producers {
-				_, _ = f.fanOut(unregisterReq(g.c.heartbeat, g.id, "producerGroup", p))
+				_, _ = f.fanOut(f.unregisterReq(g.c.heartbeat, g.id, "producerGroup", p))
 			}
 			for _, cg := range g.c.consumers {
-				_, _ = f.fanOut(unregisterReq(g.c.heartbeat, g.id, "consumerGroup", cg))
+				_, _ = f.fanOut(f.unregisterReq(g.c.heartbeat, g.id, "consumerGroup", cg))
 			}
 		}
 	}()
 }
 
-func unregisterReq(hb *remoting.Command, id, key, group string) *remoting.Command {
+// unregisterReq is the UNREGISTER_CLIENT the proxy sends for a client whose connection closed.
+// The client did not sign it, so with ACL on the proxy signs it with its own account (which must
+// be allowed the client's groups, as for everything the proxy asks on its own).
+func (f *front4) unregisterReq(hb *remoting.Command, id, key, group string) *remoting.Command {
 	req := remoting.NewRequest(remoting.UnregisterClient, map[string]string{"clientID": id, key: group}, nil)
 	req.Language, req.Version = hb.Language, hb.Version
+	if f.cfg.AccessKey != "" {
+		acl.Sign(req.ExtFields, req.Body, f.cfg.AccessKey, f.cfg.SecretKey)
+	}
 	return req
 }
 
