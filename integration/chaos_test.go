@@ -296,20 +296,7 @@ func verifyGroup(t testing.TB, g *raftGroup, l *chaosLoad) chaosResult {
 		queues = max(queues, s.queue+1)
 	}
 	leader := g.waitMaster(t, 20*time.Second, nil)
-	eventually(t, 60*time.Second, "every node at the leader's max offsets", func() error {
-		for q := range queues {
-			want, err := maxOffset(leader.addr, l.topic, q)
-			if err != nil {
-				return err
-			}
-			for _, b := range g.nodes {
-				if got, err := maxOffset(b.addr, l.topic, q); err != nil || got != want {
-					return fmt.Errorf("%s queue %d: max offset %d (%v), leader %d", b.proc.name, q, got, err, want)
-				}
-			}
-		}
-		return nil
-	})
+	g.waitOffsetsConverged(t, 60*time.Second, leader, l.topic, queues)
 
 	var ref map[int][]*record
 	for _, b := range g.nodes {

@@ -181,20 +181,7 @@ func TestChaosDelayedAcrossLeaderKills(t *testing.T) {
 		kills, nAcked, len(scheduled), len(delivered), lost, dups, early)
 
 	// Every node holds the same deliveries.
-	eventually(t, 30*time.Second, "every node at the leader's max offsets", func() error {
-		for q := 0; q < queues; q++ {
-			want, err := maxOffset(leader.addr, topic, q)
-			if err != nil {
-				return err
-			}
-			for _, b := range g.nodes {
-				if got, err := maxOffset(b.addr, topic, q); err != nil || got != want {
-					return fmt.Errorf("%s queue %d: %d (%v), leader %d", b.proc.name, q, got, err, want)
-				}
-			}
-		}
-		return nil
-	})
+	g.waitOffsetsConverged(t, 30*time.Second, leader, topic, queues)
 	for _, b := range g.nodes {
 		for q := 0; q < queues; q++ {
 			ref, err1 := readQueue(leader.addr, topic, q)

@@ -254,3 +254,23 @@ func compareCommitLogs(t testing.TB, nodes []*broker) int64 {
 	}
 	return compared
 }
+
+// waitOffsetsConverged waits (up to timeout) until every node of g holds each of topic's first
+// queues queues up to the max offset leader holds: the replicas caught up, ready to compare.
+func (g *raftGroup) waitOffsetsConverged(t testing.TB, timeout time.Duration, leader *broker, topic string, queues int) {
+	t.Helper()
+	eventually(t, timeout, "every node at the leader's max offsets", func() error {
+		for q := 0; q < queues; q++ {
+			want, err := maxOffset(leader.addr, topic, q)
+			if err != nil {
+				return err
+			}
+			for _, b := range g.nodes {
+				if got, err := maxOffset(b.addr, topic, q); err != nil || got != want {
+					return fmt.Errorf("%s queue %d: max offset %d (%v), leader %d", b.proc.name, q, got, err, want)
+				}
+			}
+		}
+		return nil
+	})
+}
