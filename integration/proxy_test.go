@@ -1,9 +1,6 @@
 package integration
 
 import (
-	"net"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -47,31 +44,11 @@ type mqproxy struct {
 	addr string
 }
 
-// startProxy starts mqproxy for ns on a free loopback port and waits until it accepts.
+// startProxy starts mqproxy for ns on a free loopback port and waits until it accepts
+// (startProxyWith, without extra flags).
 func startProxy(t testing.TB, ns *namesrv) *mqproxy {
 	t.Helper()
-	needBinaries(t)
-	dir := t.TempDir()
-	port := freePort(t)
-	p := &mqproxy{addr: "127.0.0.1:" + strconv.Itoa(port), proc: &proc{
-		name:    "mqproxy",
-		bin:     filepath.Join(binDir, "mqproxy"),
-		args:    []string{"-n", ns.addr, "--grpcServerPort", strconv.Itoa(port), "--listenHost", "127.0.0.1", "--remotingListenPort=0"},
-		logPath: filepath.Join(dir, "mqproxy.log"),
-	}}
-	p.start(t)
-	register(t, p.proc)
-	eventually(t, 15*time.Second, "mqproxy accepts", func() error {
-		if err := p.exited(); err != nil {
-			t.Fatal(err)
-		}
-		c, err := net.DialTimeout("tcp", p.addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-	return p
+	return startProxyWith(t, ns)
 }
 
 // newV5Producer starts an official 5.x producer of topic through the proxy at addr.
