@@ -60,6 +60,8 @@ func pauseProc(t testing.TB, p *proc, d time.Duration) {
 	time.Sleep(d)
 }
 
+// envInt is the integer in environment variable key, def when it is unset; anything but a
+// non-negative integer fails the test.
 func envInt(t testing.TB, key string, def int) int {
 	t.Helper()
 	v := os.Getenv(key)
@@ -69,6 +71,16 @@ func envInt(t testing.TB, key string, def int) int {
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 0 {
 		t.Fatalf("%s=%q: want a non-negative integer", key, v)
+	}
+	return n
+}
+
+// envPositive is envInt for counts that must be at least 1 (kills, rounds).
+func envPositive(t testing.TB, key string, def int) int {
+	t.Helper()
+	n := envInt(t, key, def)
+	if n < 1 {
+		t.Fatalf("%s=%d: want a positive integer", key, n)
 	}
 	return n
 }

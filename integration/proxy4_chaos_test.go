@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,17 +19,7 @@ import (
 
 // proxy4ChaosKills is RR_CHAOS_PROXY4_KILLS: leader kills in TestChaosProxy4LeaderKill (default
 // 3; make chaos: 20).
-func proxy4ChaosKills(t testing.TB) int {
-	n := 3
-	if v := os.Getenv("RR_CHAOS_PROXY4_KILLS"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			t.Fatalf("RR_CHAOS_PROXY4_KILLS=%q: want a positive integer", v)
-		}
-		n = k
-	}
-	return n
-}
+func proxy4ChaosKills(t testing.TB) int { return envPositive(t, "RR_CHAOS_PROXY4_KILLS", 3) }
 
 // deliveryTimes records when a push consumer's callback was called.
 type deliveryTimes struct {

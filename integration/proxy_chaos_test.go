@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -497,17 +496,7 @@ func mapsClone(m map[string]int) map[string]int {
 
 // proxyChaosKills is RR_CHAOS_PROXY_KILLS: leader kills in TestChaosProxyLeaderKill (default 3;
 // make chaos: 10).
-func proxyChaosKills(t testing.TB) int {
-	n := 3
-	if v := os.Getenv("RR_CHAOS_PROXY_KILLS"); v != "" {
-		k, err := strconv.Atoi(v)
-		if err != nil || k < 1 {
-			t.Fatalf("RR_CHAOS_PROXY_KILLS=%q: want a positive integer", v)
-		}
-		n = k
-	}
-	return n
-}
+func proxyChaosKills(t testing.TB) int { return envPositive(t, "RR_CHAOS_PROXY_KILLS", 3) }
 
 // TestChaosProxyLeaderKill: official 5.x producers send continuously through mqproxy to a
 // three-node group while its leader is killed with SIGKILL every 10-15 s (restarted
