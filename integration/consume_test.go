@@ -362,13 +362,21 @@ func TestOrderlyConsumptionPerKey(t *testing.T) {
 		}
 	}
 
+	waitTopicRoute(t, c, topic)
+	consumeOrdersInOrder(t, c, uniq("GOrderly"), topic, orders, steps)
+}
+
+// consumeOrdersInOrder consumes topic with an orderly push consumer of group until all
+// orders*steps messages ("order-<o>:<step>", each order's steps sent in order) have arrived, and
+// fails the test unless every order's steps arrived once each, in order.
+func consumeOrdersInOrder(t *testing.T, c *cluster, group, topic string, orders, steps int) {
+	t.Helper()
 	var (
 		mu  sync.Mutex
 		seq = map[string][]int{}
 		n   atomic.Int64
 	)
-	waitTopicRoute(t, c, topic)
-	pc := startOrderlyConsumer(t, c, uniq("GOrderly"), topic, func(m *primitive.MessageExt) {
+	pc := startOrderlyConsumer(t, c, group, topic, func(m *primitive.MessageExt) {
 		key, step, _ := strings.Cut(string(m.Body), ":")
 		i, _ := strconv.Atoi(step)
 		mu.Lock()

@@ -5,9 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,33 +171,7 @@ func checkOrderlyVia(t *testing.T, pc *cluster) {
 			}
 		}
 	}
-	var mu sync.Mutex
-	seq := map[string][]int{}
-	var n atomic.Int64
-	c := startOrderlyConsumer(t, pc, uniq("GP4Orderly"), topic, func(m *primitive.MessageExt) {
-		key, step, _ := strings.Cut(string(m.Body), ":")
-		i, _ := strconv.Atoi(step)
-		mu.Lock()
-		seq[key] = append(seq[key], i)
-		mu.Unlock()
-		n.Add(1)
-	})
-	eventually(t, 60*time.Second, "orderly consumer receives all", func() error {
-		return countErr("orderly consumer", int(n.Load()), orders*steps)
-	})
-	c.shutdown()
-	mu.Lock()
-	defer mu.Unlock()
-	for o := range orders {
-		key := fmt.Sprintf("order-%d", o)
-		got := seq[key]
-		for i := range got {
-			if i >= steps || got[i] != i {
-				t.Errorf("%s consumed in order %v, want 0..%d once each", key, got, steps-1)
-				break
-			}
-		}
-	}
+	consumeOrdersInOrder(t, pc, uniq("GP4Orderly"), topic, orders, steps)
 }
 
 // TestProxy4MatrixClassic: the scenarios on a classic broker behind two proxies.
