@@ -345,7 +345,7 @@ func (b *Broker) Close() error {
 			b.logger.Error("persist POP state at shutdown", "error", perr)
 		}
 		if b.raft != nil {
-			err = b.raft.close()
+			err = b.raft.close(b.logger)
 		} else {
 			err = b.local.Close()
 		}

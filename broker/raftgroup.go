@@ -249,9 +249,19 @@ func (rg *raftGroup) handOff(logger hclog.Logger) {
 }
 
 // close stops the batcher (failing queued sends), then Raft, then the state machine, which
-// flushes the store: in that order nothing applies to a closed store.
-func (rg *raftGroup) close() error {
+// flushes the store and releases its lock: in that order nothing applies to a closed store.
+// Each step is bounded (dledger/shutdown.go): when Raft does not stop in time (a peer that
+// never answers, a hung disk) the store is closed anyway, cleanly, and the state machine
+// refuses whatever Raft still hands it (the next start replays it); that is logged, not
+// returned, since the store is left as clean as after a full stop and Raft's own files are
+// crash-safe.
+func (rg *raftGroup) close(logger hclog.Logger) error {
 	rg.stopReads()
 	rg.batcher.Close()
-	return errors.Join(rg.node.Shutdown(), rg.fsm.Close())
+	nodeErr := rg.node.Shutdown()
+	if errors.Is(nodeErr, dledger.ErrShutdownIncomplete) {
+		logger.Warn("raft stopped incompletely; closing the store anyway", "error", nodeErr)
+		nodeErr = nil
+	}
+	return errors.Join(nodeErr, rg.fsm.Close())
 }

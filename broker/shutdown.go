@@ -14,6 +14,12 @@ package broker
 //     connection (remoting.Server.Close).
 //  5. Stop the background tasks, persist offsets and POP state, flush and close the store
 //     (in DLedger mode after Raft stops, so nothing applies to a closed store).
+//
+// Every wait is bounded whatever the Raft state (a group without a leader, peers that accept
+// connections and never answer): the hand-off (handOffTimeout), unregistration, the drain, the
+// in-flight sends (inflightWait), the batcher and Raft's stop (dledger/shutdown.go). As a last
+// resort mqbroker stops waiting for Close after ShutdownBound and exits, which releases the
+// store lock whatever Close was stuck on.
 
 import (
 	"sync/atomic"
@@ -27,6 +33,17 @@ const drainQuiet = time.Second
 
 // inflightWait bounds the wait for requests being served when the server closes.
 const inflightWait = 5 * time.Second
+
+// shutdownGrace is what ShutdownBound allows beyond the drain: the sum of the other bounded
+// waits (hand-off 3 s, unregistration 3 s, in-flight sends 5 s, batcher 3 s, Raft 5 s and its
+// watchers 2 s) with room for the store's flush.
+const shutdownGrace = 25 * time.Second
+
+// ShutdownBound is how long Close may take: shutdownDrainMaxMillis plus shutdownGrace. mqbroker
+// exits when Close has not returned by then (cmd/mqbroker/main.go).
+func (b *Broker) ShutdownBound() time.Duration {
+	return time.Duration(max(b.cfg.ShutdownDrainMaxMillis, 0))*time.Millisecond + shutdownGrace
+}
 
 // shutdownState tracks what Close needs to drain: whether registration stopped, when the last
 // send arrived and how many sends are being served. Only sends are counted: they are always

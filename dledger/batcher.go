@@ -210,23 +210,36 @@ func (b *Batcher[T, R]) Stats() BatcherStats {
 	return BatcherStats{Entries: b.nEntries.Load(), Items: b.nItems.Load(), Bytes: b.nBytes.Load()}
 }
 
-// Close fails queued items with ErrShutdown and waits for in-flight entries to finish.
+// batcherCloseWait bounds Close's wait for in-flight entries (a variable for the tests). Raft
+// answers each one on commit or when leadership is lost, but not one it never dequeued
+// (shutdown.go): a stopping broker must not wait on that.
+var batcherCloseWait = 3 * time.Second
+
+// Close fails queued items with ErrShutdown and waits for in-flight entries to finish, at most
+// batcherCloseWait; entries still in flight then are answered when Raft answers them (on
+// Node.Shutdown, ErrShutdown) and Close reports how many it left.
 func (b *Batcher[T, R]) Close() {
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		<-b.loopDone
-		b.entries.Wait()
-		return
-	}
+	first := !b.closed
 	b.closed = true
 	b.mu.Unlock()
-	select {
-	case b.wake <- struct{}{}:
-	default:
+	if first {
+		select {
+		case b.wake <- struct{}{}:
+		default:
+		}
 	}
-	<-b.loopDone
-	b.entries.Wait()
+	done := make(chan struct{})
+	go func() {
+		<-b.loopDone
+		b.entries.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(batcherCloseWait):
+		b.node.cfg.Logger.Warn("batcher closed with entries still in flight in Raft", "inflight", b.inflight.Load(), "waited", batcherCloseWait)
+	}
 }
 
 // loop builds entries: wait for items, wait for an in-flight slot, linger if allowed, take a batch,

@@ -2,7 +2,6 @@ package dledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -231,21 +230,3 @@ func (n *Node) ID() string { return n.cfg.SelfID }
 
 // Addr returns this node's Raft transport address as configured in dLegerPeers.
 func (n *Node) Addr() string { return string(n.trans.LocalAddr()) }
-
-// Shutdown stops Raft (without handing leadership over: call TransferLeadership first for a
-// graceful stop), then closes the transport and stores. It is idempotent.
-func (n *Node) Shutdown() error {
-	n.shutdownOnce.Do(func() {
-		err := n.raft.Shutdown().Error()
-		n.raft.DeregisterObserver(n.leaderObs)
-		if n.voteObs != nil {
-			n.raft.DeregisterObserver(n.voteObs)
-		}
-		close(n.stop)
-		n.observerWG.Wait()
-		n.leaderReady.Store(false)
-		err = errors.Join(err, n.trans.Close(), n.logs.Close(), n.stab.Close())
-		n.shutdownErr = err
-	})
-	return n.shutdownErr
-}

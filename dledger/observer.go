@@ -31,13 +31,16 @@ func (n *Node) observe() {
 }
 
 // barrier waits until the FSM has applied every entry before this term's. It returns false if
-// leadership was lost (a false notification follows) or the node is stopping.
+// leadership was lost (a false notification follows) or the node is stopping: the wait ends
+// when stop closes even if Raft never answers the barrier (shutdown.go says when it would not).
 func (n *Node) barrier() bool {
 	for {
-		err := n.raft.Barrier(n.cfg.ElectionTimeout * 4).Error()
+		err := awaitFuture(n.raft.Barrier(n.cfg.ElectionTimeout*4), n.stop)
 		switch {
 		case err == nil:
 			return true
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return false
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			select {
 			case <-n.stop:

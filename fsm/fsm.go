@@ -336,7 +336,7 @@ func (f *FSM) closeStore() error {
 func (f *FSM) AppliedIndex() uint64 { return f.appliedIdx.Load() }
 
 // Close waits for readers to release the store (see Acquire), then closes it (flushing it) and
-// the marker. Apply must not be called afterwards; Acquire fails with ErrClosed. If readers
+// the marker. Apply afterwards applies nothing (an error); Acquire fails with ErrClosed. If readers
 // still hold the store after DrainTimeout, it is left open and mapped (the process is expected
 // to exit; recovery at the next start truncates to the marker) and the error says so.
 func (f *FSM) Close() error {
@@ -364,13 +364,19 @@ func (f *FSM) Close() error {
 // KindMetadata, and nil for an entry already applied (a replay after a restart; no client waits
 // for it) or one that is not a LogCommand. It panics on an entry it cannot decode, of an unknown
 // kind, or when the store fails in a way that could make this replica differ from the others:
-// a state machine must stop rather than skip an entry.
+// a state machine must stop rather than skip an entry. After Close it applies nothing and
+// returns an error wrapping ErrClosed.
 func (f *FSM) Apply(l *raft.Log) interface{} {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.closed {
+		// Raft outlived Close (dledger's Shutdown stops waiting for it, dledger/shutdown.go):
+		// the entry is not applied here, and the next start replays it from the Raft log.
+		return fmt.Errorf("fsm: apply raft entry %d after close: %w", l.Index, ErrClosed)
+	}
 	if f.store == nil {
 		panic(fmt.Sprintf("fsm: apply raft entry %d: the state machine has no store (closed, or a restore failed)", l.Index))
 	}

@@ -275,3 +275,22 @@ func TestAcquireAfterClose(t *testing.T) {
 		t.Fatalf("acquire after close: %v", err)
 	}
 }
+
+// TestApplyAfterClose: an entry Raft hands over after Close (dledger's bounded Shutdown can
+// return while Raft still runs) is refused with ErrClosed, not a panic, and not applied.
+func TestApplyAfterClose(t *testing.T) {
+	f := newFSM(t, vfs.NewMemFS(), nil)
+	logs := workload(t, 6)
+	applyAll(f, logs[:3])
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := f.AppliedIndex()
+	resp := f.Apply(logs[3])
+	if err, ok := resp.(error); !ok || !errors.Is(err, ErrClosed) {
+		t.Fatalf("apply after close answered %v (%T), want an error wrapping ErrClosed", resp, resp)
+	}
+	if f.AppliedIndex() != before {
+		t.Fatalf("applied index moved after close: %d -> %d", before, f.AppliedIndex())
+	}
+}

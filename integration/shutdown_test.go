@@ -1,6 +1,10 @@
 package integration
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -51,4 +55,89 @@ func TestRaftLeaderSIGTERMUnderLoad(t *testing.T) {
 	res := verifyGroup(t, g, load)
 	t.Logf("SIGTERM of leader %s: exited 0 after %v, master now %s; %d sends, %d failed, 0 lost, %d duplicates",
 		leader.proc.name, took.Round(time.Millisecond), next.proc.name, res.attempts, len(failed), res.duplicates)
+}
+
+// TestSIGTERMLeaderlessNodeExits: SIGTERM of the last running member of a three-node group,
+// which has no leader, exits within shutdownDrainMaxMillis plus leaderlessExitGrace, releasing
+// its store lock; started again on the same data directory it opens the store and serves. Two
+// ways to lose the leader: the other two members killed (-9; the survivor was the leader), and
+// the other two stopped (SIGSTOP: they accept connections but never answer, so Raft's vote
+// requests to them wait for the transport's deadline).
+func TestSIGTERMLeaderlessNodeExits(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"killed", "stopped"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			const drain = 2 * time.Second
+			ns := startNamesrv(t)
+			g := startRaftGroup(t, ns, 3, withProp("shutdownDrainMaxMillis", fmt.Sprint(drain.Milliseconds())))
+			survivor := g.waitMaster(t, 20*time.Second, nil)
+			others := g.followers(survivor)
+			for _, o := range others {
+				if how == "killed" {
+					o.kill()
+				} else {
+					if !o.proc.signal(syscall.SIGSTOP) {
+						t.Fatalf("SIGSTOP %s: not running", o.proc.name)
+					}
+					t.Cleanup(func() { o.proc.signal(syscall.SIGCONT) })
+				}
+			}
+			eventually(t, 10*time.Second, "the survivor without a leader", func() error {
+				rs, err := raftStatusOf(survivor.addr)
+				if err != nil {
+					return err
+				}
+				if rs.LeaderID != "" || rs.Role == "leader" {
+					return fmt.Errorf("%s is %s and sees leader %q", survivor.proc.name, rs.Role, rs.LeaderID)
+				}
+				return nil
+			})
+
+			const leaderlessExitGrace = 15 * time.Second
+			termAt := time.Now()
+			if !survivor.signalAndWait(syscall.SIGTERM, drain+leaderlessExitGrace) {
+				survivor.signalAndWait(syscall.SIGQUIT, 10*time.Second) // stacks in its log
+				t.Fatalf("%s (leaderless, %s peers) did not exit within %v of SIGTERM", survivor.proc.name, how, drain+leaderlessExitGrace)
+			}
+			took := time.Since(termAt)
+			exit := survivor.proc.exitErr
+			lock := filepath.Join(survivor.storeRoot, "dledger-"+survivor.props["dLegerSelfId"], "store", "lock")
+			if err := tryLock(lock); err != nil {
+				t.Fatalf("store lock after the exit: %v", err)
+			}
+
+			// Same data directory again: it opens the store and, with a peer back, serves.
+			if how == "stopped" {
+				for _, o := range others {
+					o.proc.signal(syscall.SIGCONT)
+				}
+			} else {
+				others[0].start(t)
+			}
+			survivor.start(t)
+			if err := survivor.waitReady(30 * time.Second); err != nil {
+				t.Fatalf("%s after restart on the same data directory: %v", survivor.proc.name, err)
+			}
+			t.Logf("leaderless %s (peers %s): exited after %v of SIGTERM (shutdownDrainMaxMillis %v, bound %v), exit %v; store lock free; restarted and registered",
+				survivor.proc.name, how, took.Round(time.Millisecond), drain, drain+leaderlessExitGrace, exit)
+		})
+	}
+}
+
+// tryLock takes and releases the flock the store holds on path (storage/vfs/os.go): nil when no
+// process holds it.
+func tryLock(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%s is still locked", path)
+		}
+		return fmt.Errorf("flock %s: %w", path, err)
+	}
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 }

@@ -10,7 +10,9 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"rocketraft/broker"
 	"rocketraft/config"
@@ -87,14 +89,29 @@ func run() int {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
 	logger.Info("shutting down", "signal", s.String())
-	if px != nil {
-		if err := px.Shutdown(); err != nil {
-			logger.Warn("local proxy shutdown", "error", err)
+	// Every wait of Close is bounded (broker/shutdown.go); this is the backstop: past the bound
+	// the process exits anyway, which releases the store lock, with the goroutines' stacks in
+	// the log to show what Close was waiting for.
+	done := make(chan error, 1)
+	go func() {
+		if px != nil {
+			if err := px.Shutdown(); err != nil {
+				logger.Warn("local proxy shutdown", "error", err)
+			}
 		}
-	}
-	if err := b.Close(); err != nil {
-		logger.Error("shutdown", "error", err)
+		done <- b.Close()
+	}()
+	bound := b.ShutdownBound()
+	select {
+	case err := <-done:
+		if err != nil {
+			logger.Error("shutdown", "error", err)
+			return 1
+		}
+		return 0
+	case <-time.After(bound):
+		logger.Error("shutdown did not finish within its bound; exiting without it (goroutine stacks follow)", "bound", bound)
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
 		return 1
 	}
-	return 0
 }
