@@ -3,27 +3,50 @@ package broker
 import (
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
-	"net/http/pprof"
-	"strconv"
 	"time"
+
+	"rocketraft/internal/opshttp"
 )
 
-// startHTTP serves operational endpoints on httpPort (0 = off): / (and /ui), an
-// HTML status page (statuspage.go); /status with the broker's identity, store
-// figures, topics and consumer lag as JSON, /metrics for Prometheus
-// (metrics.go), and Go's /debug/pprof so a CPU profile can be taken from a
-// running broker under load.
+// statusPagePublicPaths are the status page's static files (statuspage.go, webui): no data,
+// served without httpAuthToken; the page's script sends the token when it reads /status.
+var statusPagePublicPaths = []string{"/", "/ui", "/ui/common.css", "/ui/common.js"}
+
+// startHTTP serves operational endpoints on httpBindAddress:httpPort (0 = off; loopback by
+// default): / (and /ui), an HTML status page (statuspage.go); /status with the broker's
+// identity, store figures, topics and consumer lag as JSON, /metrics for Prometheus
+// (metrics.go), and with enablePprof Go's /debug/pprof so a CPU profile can be taken from a
+// running broker under load (loopback clients only, at most opshttp.MaxProfileSeconds). Every
+// endpoint is GET/HEAD only; with httpAuthToken set, all but the page's static files need it
+// (package internal/opshttp).
 func (b *Broker) startHTTP() error {
 	if b.cfg.HTTPPort == 0 {
 		return nil
 	}
+	ln, err := opshttp.Listen(b.cfg.HTTPBindAddress, b.cfg.HTTPPort)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.logger.Error("http server stopped", "error", err)
+		}
+	}()
+	go func() {
+		<-b.stop
+		_ = srv.Close()
+	}()
+	b.logger.Info("http endpoints", "addr", ln.Addr().String(), "pprof", b.cfg.EnablePprof, "token", b.cfg.HTTPAuthToken != "")
+	return nil
+}
+
+// httpHandler is the HTTP port's whole handler: the endpoints behind opshttp.Guard.
+func (b *Broker) httpHandler() http.Handler {
+	opts := opshttp.Options{AuthToken: b.cfg.HTTPAuthToken, EnablePprof: b.cfg.EnablePprof}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	opshttp.RegisterPprof(mux, opts)
 	mux.Handle("/metrics", b.metrics.registry.Handler())
 	registerStatusPage(mux) // statuspage.go: GET / and /ui
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
@@ -46,20 +69,5 @@ func (b *Broker) startHTTP() error {
 		}
 		_ = json.NewEncoder(w).Encode(status)
 	})
-	ln, err := net.Listen("tcp", net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.HTTPPort)))
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			b.logger.Error("http server stopped", "error", err)
-		}
-	}()
-	go func() {
-		<-b.stop
-		_ = srv.Close()
-	}()
-	b.logger.Info("http endpoints", "addr", ln.Addr().String())
-	return nil
+	return opshttp.Guard(mux, opts, statusPagePublicPaths...)
 }

@@ -87,7 +87,7 @@ func TestStatusPageRoutes(t *testing.T) {
 		if resp.StatusCode != code {
 			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, code)
 		}
-		if code == 200 && (!strings.Contains(string(body), `fetch("/status"`) || strings.Contains(string(body), "innerHTML") ||
+		if code == 200 && (!strings.Contains(string(body), `fetchJSON("/status"`) || strings.Contains(string(body), "innerHTML") ||
 			strings.Contains(string(body), "http://") || strings.Contains(string(body), "https://")) {
 			t.Errorf("GET %s is not the self-contained status page", path)
 		}

@@ -42,6 +42,14 @@ type Broker struct {
 	BrokerIP2    string `prop:"brokerIP2"`    // IPv4 advertised for HA; default brokerIP1
 	HAListenPort int    `prop:"haListenPort"` // classic HA port; 0 = listenPort+1
 	HTTPPort     int    `prop:"httpPort"`     // ours: metrics/status HTTP port, 0 = off
+	// The HTTP port's protection (ours; package internal/opshttp). httpBindAddress is the IP it
+	// binds: loopback by default, 0.0.0.0 (or a private address) for a remote Prometheus.
+	// httpAuthToken, when set, is required as "Authorization: Bearer <token>" on /status,
+	// /metrics and pprof (not on the page's static files). enablePprof serves Go's
+	// /debug/pprof, to loopback clients only, profiles and traces capped at 60 s.
+	HTTPBindAddress string `prop:"httpBindAddress"` // default 127.0.0.1
+	HTTPAuthToken   string `prop:"httpAuthToken"`   // default "" = no token
+	EnablePprof     bool   `prop:"enablePprof"`     // default false
 
 	// Local proxy (Apache's "local mode", mqbroker --enable-proxy): the RocketMQ 5 gRPC proxy
 	// (package proxy) runs inside the broker process on grpcServerPort, with the broker's name
@@ -210,6 +218,8 @@ func NewBroker() *Broker {
 		NamesrvAddr: os.Getenv("NAMESRV_ADDR"),
 		ListenPort:  10911,
 		BrokerIP1:   "127.0.0.1",
+
+		HTTPBindAddress: "127.0.0.1",
 
 		HASendHeartbeatInterval: 5000,
 		HAHousekeepingInterval:  20000,

@@ -238,14 +238,44 @@ func TestRedactedPropertiesHidesSecrets(t *testing.T) {
 	b := NewBroker()
 	b.AccessKey = "rocketmq2"
 	b.SecretKey = "topsecret"
+	b.HTTPAuthToken = "httptoken"
 	out := RedactedProperties(b)
-	if strings.Contains(out, "topsecret") {
+	if strings.Contains(out, "topsecret") || strings.Contains(out, "httptoken") {
 		t.Fatalf("secret leaked:\n%s", out)
 	}
-	for _, want := range []string{"secretKey=" + Redacted + "\n", "accessKey=rocketmq2\n", "brokerName=", "logFormat=text\n"} {
+	for _, want := range []string{"secretKey=" + Redacted + "\n", "httpAuthToken=" + Redacted + "\n", "accessKey=rocketmq2\n", "brokerName=", "logFormat=text\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+}
+
+// The HTTP port binds loopback unless told otherwise, and only to an IP address.
+func TestHTTPBindAddress(t *testing.T) {
+	b, _, err := LoadBroker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.HTTPBindAddress != "127.0.0.1" || b.EnablePprof || b.HTTPAuthToken != "" {
+		t.Fatalf("defaults: httpBindAddress %q enablePprof %v httpAuthToken %q", b.HTTPBindAddress, b.EnablePprof, b.HTTPAuthToken)
+	}
+	for _, ok := range []string{"0.0.0.0", "::", "10.1.2.3", ""} {
+		if _, _, err := LoadBroker([]string{"--httpBindAddress=" + ok}); err != nil {
+			t.Errorf("httpBindAddress=%q: %v", ok, err)
+		}
+	}
+	if _, _, err := LoadBroker([]string{"--httpBindAddress=example.com"}); err == nil || !strings.Contains(err.Error(), "httpBindAddress") {
+		t.Errorf("httpBindAddress=example.com: err = %v, want one naming the key", err)
+	}
+	n, _, err := LoadNamesrv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.HTTPBindAddress != "127.0.0.1" {
+		t.Errorf("name server httpBindAddress default %q", n.HTTPBindAddress)
+	}
+	if _, _, err := LoadNamesrv([]string{"--httpBindAddress=nope"}); err == nil || !strings.Contains(err.Error(), "httpBindAddress") {
+		t.Errorf("name server httpBindAddress=nope: err = %v", err)
 	}
 }
 

@@ -22,11 +22,12 @@ func NewLogger(name, level, format string, out io.Writer) hclog.Logger {
 // Redacted is the text shown in place of a secret by RedactedProperties.
 const Redacted = "******"
 
-// isSecretKey reports whether a property holds a credential that must never leave the process
-// (GET_BROKER_CONFIG answers anyone the ACL lets through, and logs get copied around).
+// isSecretKey reports whether a property holds a credential (secretKey, httpAuthToken, ...)
+// that must never leave the process (GET_BROKER_CONFIG answers anyone the ACL lets through, and
+// logs get copied around).
 func isSecretKey(key string) bool {
 	k := strings.ToLower(key)
-	return strings.Contains(k, "secret") || strings.Contains(k, "password")
+	return strings.Contains(k, "secret") || strings.Contains(k, "password") || strings.Contains(k, "token")
 }
 
 // RedactedProperties is Properties with every secret's value (secretKey and the like) replaced

@@ -34,9 +34,15 @@ type Namesrv struct {
 	LogLevel string `prop:"logLevel"`
 	// LogFormat (ours): text or json (one object per line, for log shippers). Default text.
 	LogFormat string `prop:"logFormat"`
-	// HTTPPort (ours) serves Prometheus metrics on /metrics at this port, on listenAddr's host.
-	// Default 0 = off.
+	// HTTPPort (ours) serves Prometheus metrics on /metrics, the status page and its /cluster
+	// JSON at this port. Default 0 = off.
 	HTTPPort int `prop:"httpPort"`
+	// HTTPBindAddress (ours) is the IP the HTTP port binds: 127.0.0.1 by default, 0.0.0.0 for a
+	// remote Prometheus.
+	HTTPBindAddress string `prop:"httpBindAddress"`
+	// HTTPAuthToken (ours), when set, is required on /metrics and /cluster as
+	// "Authorization: Bearer <token>". Default "" = none.
+	HTTPAuthToken string `prop:"httpAuthToken"`
 }
 
 // NewNamesrv returns a Namesrv holding the defaults.
@@ -52,6 +58,7 @@ func NewNamesrv() *Namesrv {
 		KvConfigPath:                filepath.Join(home, "namesrv", "kvConfig.json"),
 		LogLevel:                    "info",
 		LogFormat:                   "text",
+		HTTPBindAddress:             "127.0.0.1",
 	}
 }
 
@@ -98,6 +105,9 @@ func (n *Namesrv) Validate() error {
 	if n.HTTPPort < 0 || n.HTTPPort > 65535 {
 		errs = append(errs, keyErr("httpPort", "must be within 0..65535, got %d", n.HTTPPort))
 	}
+	if err := checkBindAddress(n.HTTPBindAddress); err != nil {
+		errs = append(errs, keyErr("httpBindAddress", "%v", err))
+	}
 	if n.BrokerExpiry <= 0 {
 		errs = append(errs, keyErr("brokerExpiry", "must be > 0, got %d", n.BrokerExpiry))
 	}
@@ -122,14 +132,10 @@ func (n *Namesrv) BrokerExpiryDuration() time.Duration { return ms(n.BrokerExpir
 // ScanInterval is scanNotActiveBrokerInterval as a duration.
 func (n *Namesrv) ScanInterval() time.Duration { return ms(n.ScanNotActiveBrokerInterval) }
 
-// HTTPAddr is where /metrics is served: listenAddr's host and httpPort; "" when httpPort is 0.
+// HTTPAddr is where the HTTP port listens: httpBindAddress and httpPort; "" when httpPort is 0.
 func (n *Namesrv) HTTPAddr() string {
 	if n.HTTPPort == 0 {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(n.ListenAddr)
-	if err != nil {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, strconv.Itoa(n.HTTPPort))
+	return net.JoinHostPort(n.HTTPBindAddress, strconv.Itoa(n.HTTPPort))
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ func (b *Broker) Validate() error {
 	checkPort(add, "listenPort", b.ListenPort)
 	checkPort(add, "haListenPort", b.HAListenPort)
 	checkPort(add, "httpPort", b.HTTPPort)
+	if err := checkBindAddress(b.HTTPBindAddress); err != nil {
+		add("httpBindAddress", "%v", err)
+	}
 	checkPort(add, "grpcServerPort", b.GrpcServerPort)
 	if b.EnableProxy {
 		if len(b.NamesrvAddrs()) == 0 {
@@ -390,4 +394,15 @@ func (b *Broker) validateACL(add func(key, format string, args ...any)) {
 			add("secretKey", "%v", err)
 		}
 	}
+}
+
+// checkBindAddress accepts "" (every interface) or an IP address: what an HTTP port binds.
+func checkBindAddress(a string) error {
+	if a == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(a); err != nil {
+		return fmt.Errorf("must be an IP address (127.0.0.1, 0.0.0.0, ::), got %q", a)
+	}
+	return nil
 }

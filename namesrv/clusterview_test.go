@@ -111,7 +111,7 @@ func TestStatusPageEndpoints(t *testing.T) {
 	c := newTestClient(t, s.Addr())
 	expectCode(t, registerFakeBroker(c, "b1", dead, 0, registerBody(topic("T1", 4, 6))), remoting.Success)
 
-	if page := scrape(t, "http://"+s.HTTPAddr()+"/"); !strings.Contains(page, "rocketraft cluster view") || !strings.Contains(page, `fetch("/cluster"`) {
+	if page := scrape(t, "http://"+s.HTTPAddr()+"/"); !strings.Contains(page, "rocketraft cluster view") || !strings.Contains(page, `fetchJSON("/cluster"`) {
 		t.Errorf("GET / is not the status page:\n%s", page)
 	}
 	var v ClusterView

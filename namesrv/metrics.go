@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rocketraft/internal/opshttp"
 	"rocketraft/metrics"
 )
 
@@ -54,7 +55,7 @@ func (t *RouteTable) sizes() (clusters, groups, brokers, topics int) {
 }
 
 // startHTTP serves /metrics and the status page (statuspage.go) on cfg.HTTPAddr (nothing when
-// it is empty). It runs after the remoting server listens, so node_id is the real remoting
+// it is empty), GET and HEAD only, with cfg.HTTPAuthToken required when set. It runs after the remoting server listens, so node_id is the real remoting
 // address.
 func (s *Server) startHTTP() error {
 	if s.cfg.HTTPAddr == "" {
@@ -72,7 +73,9 @@ func (s *Server) startHTTP() error {
 	mux.Handle("/metrics", reg.Handler())
 	s.page = newStatusPage(s) // statuspage.go: GET / and /cluster
 	s.page.register(mux)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Read-only, and with a token the data endpoints need it; the page's static files do not.
+	h := opshttp.Guard(mux, opshttp.Options{AuthToken: s.cfg.HTTPAuthToken}, statusPagePublicPaths...)
+	s.http = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	s.httpLn = ln
 	s.wg.Add(1)
 	go func() {

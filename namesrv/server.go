@@ -32,6 +32,8 @@ type Config struct {
 	// HTTPAddr, if set, serves Prometheus metrics on /metrics there (metrics.go) and the
 	// cluster status page on / and /cluster (statuspage.go); "" = off.
 	HTTPAddr string
+	// HTTPAuthToken, when set, is required on /metrics and /cluster (internal/opshttp).
+	HTTPAuthToken string
 	// ACL, when set, turns access control on: see acl.go.
 	ACL *acl.Store
 	// Logger; nil discards logs.

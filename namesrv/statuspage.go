@@ -62,6 +62,10 @@ func newStatusPage(s *Server) *statusPage {
 	})}
 }
 
+// statusPagePublicPaths are the page's static files: no data, served without the HTTP token
+// (the page's script sends the token when it reads /cluster).
+var statusPagePublicPaths = []string{"/", "/ui/common.css", "/ui/common.js"}
+
 // register adds the page's routes to the httpPort mux.
 func (p *statusPage) register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"rocketraft/internal/opshttp"
 	"rocketraft/metrics"
 	"rocketraft/proxy/rmqpb"
 )
@@ -116,7 +117,8 @@ func (m *proxyMetrics) serveMetrics(host string, port int, stop <-chan struct{},
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.registry.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// GET/HEAD only, like the broker's and the name server's HTTP ports (internal/opshttp).
+	srv := &http.Server{Handler: opshttp.Guard(mux, opshttp.Options{}), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "error", err)

@@ -57,7 +57,7 @@ bpids=()
 for i in $(seq 0 $((nodes - 1))); do
 	nodeenv="BROKER_ENV_N$i" # e.g. BROKER_ENV_N0=GOMAXPROCS=2 (with --preferredLeaderId=n0: the leader)
 	# shellcheck disable=SC2086
-	env ${BROKER_ENV:-} ${!nodeenv:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) \
+	env ${BROKER_ENV:-} ${!nodeenv:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) --enablePprof=true \
 		--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
 		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} >"$OUT/broker-n$i.log" 2>&1 &
 	pids+=($!)

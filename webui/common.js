@@ -19,3 +19,26 @@ function table(head, rows, numeric) {
   }
   return t;
 }
+// fetchJSON reads one of the port's JSON endpoints. When the port requires a token
+// (httpAuthToken), the first 401 asks for it once; it is kept for this tab only
+// (sessionStorage) and sent as "Authorization: Bearer <token>".
+let tokenAsked = false;
+async function fetchJSON(url) {
+  const token = sessionStorage.getItem("rocketraftHttpToken");
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const r = await fetch(url, { cache: "no-store", headers });
+  if (r.status === 401) {
+    sessionStorage.removeItem("rocketraftHttpToken");
+    if (!tokenAsked) {
+      tokenAsked = true;
+      const t = window.prompt("This port requires its token (httpAuthToken):");
+      if (t) {
+        sessionStorage.setItem("rocketraftHttpToken", t.trim());
+        tokenAsked = false; // a wrong one is asked for again
+      }
+    }
+    throw new Error("HTTP 401: the token is missing or wrong (reload to enter it again)");
+  }
+  if (!r.ok) throw new Error("HTTP " + r.status);
+  return r.json();
+}

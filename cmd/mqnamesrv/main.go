@@ -49,6 +49,7 @@ func run() int {
 		KvConfigPath:       cfg.KvConfigPath,
 		OrderMessageEnable: cfg.OrderMessageEnable,
 		HTTPAddr:           cfg.HTTPAddr(),
+		HTTPAuthToken:      cfg.HTTPAuthToken,
 		Logger:             logger,
 	})
 	if err != nil {
