@@ -60,7 +60,6 @@ func (n *Node) shutdown() error {
 	if n.voteObs != nil {
 		n.raft.DeregisterObserver(n.voteObs)
 	}
-	n.leaderReady.Store(false)
 	watchersDone := make(chan struct{})
 	go func() { n.observerWG.Wait(); close(watchersDone) }()
 	watchersStopped := true
@@ -70,6 +69,7 @@ func (n *Node) shutdown() error {
 		watchersStopped = false
 		n.cfg.Logger.Error("raft watcher goroutines did not stop within the shutdown bound; going on without them", "bound", observerStopWait)
 	}
+	n.leaderReady.Store(false) // after the watchers: none of them sets it again
 	if !raftStopped || !watchersStopped {
 		// Raft (or a watcher reading its state) may still use the stores: closing them under it
 		// could block (bbolt waits for a writer) or fail its writes. The transport is closed so
