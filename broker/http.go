@@ -39,6 +39,10 @@ func (b *Broker) startHTTP() error {
 		_ = srv.Close()
 	}()
 	b.logger.Info("http endpoints", "addr", ln.Addr().String(), "pprof", b.cfg.EnablePprof, "token", b.cfg.HTTPAuthToken != "")
+	if opshttp.Exposed(b.cfg.HTTPBindAddress) && b.cfg.HTTPAuthToken == "" {
+		b.logger.Warn("the HTTP port listens beyond loopback without httpAuthToken: anyone reaching it reads /status and /metrics",
+			"httpBindAddress", b.cfg.HTTPBindAddress, "httpPort", b.cfg.HTTPPort)
+	}
 	return nil
 }
 

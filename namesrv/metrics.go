@@ -85,6 +85,9 @@ func (s *Server) startHTTP() error {
 		}
 	}()
 	s.log.Info("http endpoints", "addr", ln.Addr().String())
+	if host, _, err := net.SplitHostPort(s.cfg.HTTPAddr); err == nil && opshttp.Exposed(host) && s.cfg.HTTPAuthToken == "" {
+		s.log.Warn("the HTTP port (/metrics, /cluster) listens beyond loopback without httpAuthToken", "addr", s.cfg.HTTPAddr)
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 )
@@ -68,6 +69,13 @@ func tokenMatches(r *http.Request, want [sha256.Size]byte) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
 	return subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+}
+
+// Exposed reports whether a port bound to host is reachable beyond this machine: host is empty,
+// unspecified (0.0.0.0, ::) or a non-loopback address.
+func Exposed(host string) bool {
+	a, err := netip.ParseAddr(host)
+	return err != nil || !a.IsLoopback()
 }
 
 // Listen binds host:port ("" or 0.0.0.0 = every interface).

@@ -110,3 +110,11 @@ func TestToken(t *testing.T) {
 		t.Errorf("GET /status without a token configured: %d", w.Code)
 	}
 }
+
+func TestExposed(t *testing.T) {
+	for host, want := range map[string]bool{"127.0.0.1": false, "::1": false, "127.0.0.2": false, "": true, "0.0.0.0": true, "::": true, "10.0.0.1": true, "name": true} {
+		if got := Exposed(host); got != want {
+			t.Errorf("Exposed(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
