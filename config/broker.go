@@ -409,6 +409,8 @@ func (b *Broker) DLegerSnapshotInterval() time.Duration {
 }
 
 // PeerKey is the group secret from peerSecret or peerSecretFile (nil: peer authentication off).
-func (b *Broker) PeerKey() ([]byte, error) { return peerauth.LoadSecret(b.PeerSecret, b.PeerSecretFile) }
+func (b *Broker) PeerKey() ([]byte, error) {
+	return peerauth.LoadSecret(b.PeerSecret, b.PeerSecretFile)
+}
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
