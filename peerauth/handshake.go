@@ -190,7 +190,7 @@ func Client(conn net.Conn, purpose string, cred Credential, timeout time.Duratio
 	}
 	c, err := readChallenge(conn)
 	if err != nil {
-		return fmt.Errorf("peerauth: %w", err)
+		return fmt.Errorf("peerauth handshake: %w", err)
 	}
 	want := proof(cred.Key, "server", purpose, cred.Identity, h.nonce[:], c.nonce[:])
 	if !hmac.Equal(want[:], c.proof[:]) {
@@ -217,7 +217,7 @@ func Server(conn net.Conn, purpose string, keys KeyFunc, timeout time.Duration) 
 	defer deadline(conn, timeout)()
 	h, err := readHello(conn)
 	if err != nil {
-		return "", fmt.Errorf("peerauth: %w", err)
+		return "", fmt.Errorf("hello: %w", err)
 	}
 	if h.purpose != purpose {
 		return "", fmt.Errorf("%w: purpose %q on the %s port", ErrMalformed, h.purpose, purpose)
