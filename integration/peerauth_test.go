@@ -23,6 +23,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"rocketraft/peerauth"
+	"rocketraft/remoting"
 )
 
 const testPeerSecret = "5f1c2a9e0b7d4c3a8e6f1b2d3c4a5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
@@ -229,6 +230,12 @@ func TestPeerAuthRaft(t *testing.T) {
 		}
 	}
 	t.Logf("term %d, leader %s", term, leaderID)
+	// The members' own traffic is never refused.
+	for _, s := range []string{"raft RPC refused", "raft connection refused", "TimeoutNow refused", "transfer flag dropped"} {
+		if n := g.countSince(map[*broker]int64{}, s); n != 0 {
+			t.Fatalf("%d log lines %q before any attack", n, s)
+		}
+	}
 
 	// The port does speak the handshake, and the right secret passes it (the control).
 	c, err := authDial(peerauth.Credential{Identity: followers[0].id, Key: mustSecret(t)})(leaderPeer.addr, 3*time.Second)
@@ -290,6 +297,42 @@ func TestPeerAuthRaft(t *testing.T) {
 		t.Fatalf("after the attacks: term %d leader %s, was term %d leader %s", term2, leader2, term, leaderID)
 	}
 	sendRawOK(t, leader.addr, topic, "after")
+
+	// A real leadership transfer (the leader's TimeoutNow, then the target's transfer votes)
+	// passes the same checks over authenticated links.
+	var target *broker
+	for _, b := range g.nodes {
+		if b.props["dLegerSelfId"] == followers[0].id {
+			target = b
+		}
+	}
+	resp, err := rawRequest(leader.addr, int(remoting.TransferRaftLeader), map[string]string{"nodeId": followers[0].id, "timeoutMillis": "5000"}, nil, 8*time.Second)
+	if err != nil || resp.Code != respSuccess {
+		t.Fatalf("transfer to %s: %v %+v", followers[0].id, err, resp)
+	}
+	if next := g.waitMaster(t, 20*time.Second, leader); next != target {
+		t.Fatalf("after the transfer to %s the route's master is %s", followers[0].id, next.addr)
+	}
+	leader = target
+	sendRawOK(t, leader.addr, topic, "after-transfer")
+	for _, s := range []string{"TimeoutNow refused", "transfer flag dropped"} {
+		if n := g.countSince(map[*broker]int64{}, s); n != 0 {
+			t.Fatalf("%d log lines %q: the transfer's own RPCs were refused", n, s)
+		}
+	}
+
+	// Fast failover still works with authenticated links: the followers' probes of the
+	// leader's port authenticate, and the survivor's own TimeoutNow reaches its Raft.
+	marks := g.logSizes()
+	began := time.Now()
+	leader.kill()
+	next := g.waitMaster(t, 20*time.Second, leader)
+	sendRawOK(t, next.addr, topic, "after-failover")
+	campaigns := g.countSince(marks, "fast failover: the leader's process is gone")
+	t.Logf("kill -9 of the leader -> new master %s writable after %v (%d fast-failover campaign(s))", next.addr, time.Since(began).Round(time.Millisecond), campaigns)
+	if campaigns == 0 {
+		t.Fatal("no fast-failover campaign after the leader's kill")
+	}
 }
 
 func mustSecret(t testing.TB) []byte {
