@@ -203,3 +203,34 @@ func FuzzReadChallenge(f *testing.F) {
 		_, _ = readChallenge(bytes.NewReader(b))
 	})
 }
+
+// BenchmarkHandshake: one full handshake over loopback TCP (paid once per new connection).
+func BenchmarkHandshake(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = Server(c, PurposeRaft, SharedKey(groupKey), time.Second)
+			}()
+		}
+	}()
+	for b.Loop() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Client(c, PurposeRaft, Credential{"n1", groupKey}, time.Second); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
