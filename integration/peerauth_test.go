@@ -484,3 +484,75 @@ func TestPeerAuthHA(t *testing.T) {
 	end := waitCaughtUp(t, master.addr, slave.addr, 20*time.Second)
 	compareCommitLogDirs(t, filepath.Join(master.storeRoot, "commitlog"), filepath.Join(slave.storeRoot, "commitlog"), end)
 }
+
+// TestPeerAuthHAWithACL: with aclEnable and the broker account, the HA link proves that
+// account: the slave with it replicates; a non-admin account, or the admin account with a wrong
+// secret, is refused at the handshake.
+func TestPeerAuthHAWithACL(t *testing.T) {
+	t.Parallel()
+	ns := startNamesrv(t)
+	aclOpts := aclBrokerOpts(writeACLFile(t))
+	master := startBroker(t, ns, append(haProps(1<<20), aclOpts...)...)
+	haAddr := "127.0.0.1:" + strconv.Itoa(master.port+1)
+	topic := uniq("PeerAuthACL")
+	send := func(body string) error {
+		ext := map[string]string{"producerGroup": "RAW_TEST_PRODUCER", "topic": topic, "defaultTopic": "TBW102",
+			"defaultTopicQueueNums": "4", "queueId": "0", "sysFlag": "0", "bornTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10),
+			"flag": "0", "properties": "", "reconsumeTimes": "0", "unitMode": "false", "batch": "false"}
+		r, err := signedRaw(master.addr, codeSendMessage, ext, []byte(body), aclAppAK, aclAppSK)
+		if err == nil && r.Code != respSuccess {
+			err = fmt.Errorf("code %d %q", r.Code, r.Remark)
+		}
+		return err
+	}
+	for i := range 20 {
+		eventually(t, 10*time.Second, "signed send", func() error { return send("before-" + strconv.Itoa(i)) })
+	}
+	for _, cred := range []peerauth.Credential{
+		{Identity: aclAppAK, Key: []byte(aclAppSK)},           // a valid account, not an admin
+		{Identity: aclAdminAK, Key: []byte("not-the-secret")}, // the admin's id, wrong secret
+	} {
+		c, err := net.Dial("tcp", haAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = peerauth.Client(c, peerauth.PurposeHA, cred, 5*time.Second)
+		c.Close()
+		if !errors.Is(err, peerauth.ErrBadProof) && !errors.Is(err, peerauth.ErrRefused) {
+			t.Fatalf("HA handshake as %s: %v, want refused", cred.Identity, err)
+		}
+	}
+	slave := startSlave(t, ns, master.name, 1, append(haProps(1<<20), aclOpts...)...)
+	signedMax := func(addr string) (int64, error) {
+		resp, err := signedRaw(addr, codeGetBrokerRuntimeInfo, map[string]string{}, nil, aclAdminAK, aclAdminSK)
+		if err != nil {
+			return 0, err
+		}
+		if resp.Code != respSuccess {
+			return 0, fmt.Errorf("runtime info: code %d %q", resp.Code, resp.Remark)
+		}
+		for _, m := range runtimeKeyRE.FindAllSubmatch(resp.Body, -1) {
+			if string(m[1]) == "commitLogMaxOffset" {
+				return strconv.ParseInt(string(m[2]), 10, 64)
+			}
+		}
+		return 0, errors.New("no commitLogMaxOffset in the runtime info")
+	}
+	var end int64
+	eventually(t, 20*time.Second, "the slave catches up", func() error {
+		m, err := signedMax(master.addr)
+		if err != nil {
+			return err
+		}
+		s, err := signedMax(slave.addr)
+		if err != nil {
+			return err
+		}
+		if s != m || m == 0 {
+			return fmt.Errorf("slave at %d, master at %d", s, m)
+		}
+		end = m
+		return nil
+	})
+	compareCommitLogDirs(t, filepath.Join(master.storeRoot, "commitlog"), filepath.Join(slave.storeRoot, "commitlog"), end)
+}
