@@ -59,6 +59,8 @@ type inbound struct {
 	gate *rpcGate
 	log  hclog.Logger
 	warn *limitedLog
+	// handshakes bounds the connections in the handshake, per remote host and in all.
+	handshakes peerauth.Limiter
 	// heartbeat, when set (benchmarks only, raftTransport.fastPath), runs heartbeats on the
 	// connection's goroutine instead of Raft's main loop.
 	heartbeat atomic.Pointer[func(raft.RPC)]
@@ -103,7 +105,13 @@ func (in *inbound) serve(c net.Conn) {
 	defer c.Close()
 	peer := ""
 	if in.keys != nil {
+		release, ok := in.handshakes.Acquire(c.RemoteAddr())
+		if !ok {
+			in.warn.Warn("handshakes", "raft connection refused: too many connections in the handshake", "remote", c.RemoteAddr().String())
+			return
+		}
 		id, err := peerauth.Server(c, peerauth.PurposeRaft, in.keys, peerauth.DefaultTimeout)
+		release()
 		if err != nil {
 			if peerauth.IsProbe(err) {
 				in.log.Debug("raft connection closed before the handshake", "remote", c.RemoteAddr().String())

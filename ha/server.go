@@ -90,9 +90,11 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
-	// pending are the accepted connections still in the handshake (they count against
-	// MaxConns; Close closes them too).
-	pending map[net.Conn]struct{}
+	// pending are the accepted connections still in the handshake (Close closes them too);
+	// handshakes bounds them per remote host and in all, apart from MaxConns, so a flood of
+	// peers that never authenticate cannot keep the real slaves out.
+	pending    map[net.Conn]struct{}
+	handshakes peerauth.Limiter
 	// refusals rate-limits the log lines of failed handshakes.
 	refusals refusalLog
 	// ackCh is closed (and replaced) whenever a slave's acknowledged offset moves: WaitAck's
@@ -161,10 +163,20 @@ func (s *Server) accept() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
+		release := func() {}
+		if s.cfg.Keys != nil {
+			var ok bool
+			if release, ok = s.handshakes.Acquire(nc.RemoteAddr()); !ok {
+				s.refusals.warn(s.log, "HA connection refused: too many connections in the handshake", "slave", nc.RemoteAddr().String())
+				_ = nc.Close()
+				continue
+			}
+		}
 		s.mu.Lock()
-		if s.closed || len(s.conns)+len(s.pending) >= s.cfg.MaxConns {
+		if s.closed || len(s.conns) >= s.cfg.MaxConns {
 			full := !s.closed
 			s.mu.Unlock()
+			release()
 			if full {
 				s.log.Warn("HA connection refused: too many slave connections", "slave", nc.RemoteAddr().String(), "max", s.cfg.MaxConns)
 			}
@@ -174,16 +186,17 @@ func (s *Server) accept() {
 		s.pending[nc] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.admit(nc)
+		go s.admit(nc, release)
 	}
 }
 
 // admit authenticates a new connection (with Keys) and then starts serving it.
-func (s *Server) admit(nc net.Conn) {
+func (s *Server) admit(nc net.Conn, release func()) {
 	defer s.wg.Done()
 	peer := ""
 	if s.cfg.Keys != nil {
 		id, err := peerauth.Server(nc, peerauth.PurposeHA, s.cfg.Keys, peerauth.DefaultTimeout)
+		release()
 		if err != nil {
 			s.mu.Lock()
 			delete(s.pending, nc)
@@ -199,8 +212,12 @@ func (s *Server) admit(nc net.Conn) {
 	c := newConn(s, nc)
 	s.mu.Lock()
 	delete(s.pending, nc)
-	if s.closed {
+	if s.closed || len(s.conns) >= s.cfg.MaxConns {
+		full := !s.closed
 		s.mu.Unlock()
+		if full {
+			s.log.Warn("HA connection refused: too many slave connections", "slave", c.addr, "max", s.cfg.MaxConns)
+		}
 		_ = nc.Close()
 		return
 	}

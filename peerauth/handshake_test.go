@@ -234,3 +234,26 @@ func BenchmarkHandshake(b *testing.B) {
 		c.Close()
 	}
 }
+
+func TestLimiter(t *testing.T) {
+	l := &Limiter{PerHost: 2, Total: 3}
+	a := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}
+	b := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 2), Port: 2}
+	r1, ok1 := l.Acquire(a)
+	_, ok2 := l.Acquire(a)
+	_, ok3 := l.Acquire(a)
+	if !ok1 || !ok2 || ok3 {
+		t.Fatalf("per host: %v %v %v", ok1, ok2, ok3)
+	}
+	if _, ok := l.Acquire(b); !ok {
+		t.Fatal("another host was kept out by the first one's flood")
+	}
+	if _, ok := l.Acquire(&net.TCPAddr{IP: net.IPv4(10, 0, 0, 3)}); ok {
+		t.Fatal("total bound not enforced")
+	}
+	r1()
+	r1() // idempotent
+	if _, ok := l.Acquire(a); !ok {
+		t.Fatal("released slot not reusable")
+	}
+}
