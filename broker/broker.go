@@ -42,10 +42,14 @@ type asyncCommitLog interface {
 
 // Broker is one broker process's serving state.
 type Broker struct {
-	cfg        *config.Broker
-	logger     hclog.Logger
-	storeHost  netip.AddrPort
-	brokerAddr string
+	// peerKey is the group secret (peerSecret/peerSecretFile; nil: none); securityWarnings
+	// the peer ports open beyond loopback without authentication (peerlinks.go).
+	peerKey          []byte
+	securityWarnings []string
+	cfg              *config.Broker
+	logger           hclog.Logger
+	storeHost        netip.AddrPort
+	brokerAddr       string
 
 	local    *storage.Store // classic mode only; DLedger mode reads through acquireStore
 	raft     *raftGroup     // DLedger mode only
@@ -115,6 +119,11 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openACL(); err != nil {
 		return nil, err
 	}
+	peerKey, perr := cfg.PeerKey()
+	if perr != nil {
+		return nil, fmt.Errorf("peerSecret: %w", perr)
+	}
+	b.peerKey = peerKey
 	b.txn = newTxnService(b)
 	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
@@ -242,6 +251,7 @@ func (b *Broker) storeConfig() storage.Config {
 // Start listens on listenPort, registers with the name servers and starts the
 // periodic tasks.
 func (b *Broker) Start() error {
+	b.warnPeerSecurity() // peerlinks.go
 	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.ListenPort))
 	sc := remoting.ServerConfig{
 		Addr:        addr,

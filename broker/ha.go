@@ -73,6 +73,7 @@ func (b *Broker) haServerConfig(addr string) ha.ServerConfig {
 		HeartbeatInterval:    time.Duration(b.cfg.HASendHeartbeatInterval) * time.Millisecond,
 		HousekeepingInterval: time.Duration(b.cfg.HAHousekeepingInterval) * time.Millisecond,
 		MaxGapNotInSync:      b.cfg.HAMaxGapNotInSync,
+		Keys:                 b.haKeys(), // peerlinks.go
 	}
 }
 
@@ -214,6 +215,7 @@ func (b *Broker) startHAClient() {
 		MaxRecordSize:        int64(b.cfg.MaxMessageSize) + 1<<20,
 		// The master may have changed (a DLedger failover): ask the name servers again.
 		OnDisconnect: b.triggerRegister,
+		Credential:   b.haCredential(), // peerlinks.go
 	})
 	b.ha.client.Store(client)
 	client.Start()

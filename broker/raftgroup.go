@@ -90,12 +90,18 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}
+	peerKey, err := cfg.PeerKey()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("peerSecret: %w", err)
+	}
 	node, err := dledger.Open(dledger.Config{
-		Group:   cfg.DLegerGroup,
-		SelfID:  cfg.DLegerSelfID,
-		Peers:   peers,
-		DataDir: filepath.Join(dir, "raft"),
-		Logger:  logger.Named("raft"),
+		PeerSecret: peerKey, // nil: no peer authentication (broker/peerlinks.go)
+		Group:      cfg.DLegerGroup,
+		SelfID:     cfg.DLegerSelfID,
+		Peers:      peers,
+		DataDir:    filepath.Join(dir, "raft"),
+		Logger:     logger.Named("raft"),
 		// The dLeger*Ms / snapshot / log-store keys; 0 or "" keeps dledger's default (chosen for
 		// sub-second failover and a bounded log, see its package doc). Trailing logs: default.
 		HeartbeatTimeout:   cfg.DLegerHeartbeatTimeout(),

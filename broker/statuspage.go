@@ -135,6 +135,7 @@ func topicsAndGroups(topics []*protocol.TopicConfig, committed map[string]map[in
 // (committedOffset) so the page shows what a consumer would be told.
 func (b *Broker) addStatusLists(status map[string]any) {
 	status["diskMaxUsedSpaceRatio"] = b.cfg.DiskMaxUsedSpaceRatio
+	status["security_warnings"] = append([]string{}, b.securityWarnings...) // peerlinks.go
 	st, release, err := b.acquireStore()
 	if err != nil {
 		return // storeError already says why

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"rocketraft/peerauth"
 )
 
 // Broker roles (brokerRole).
@@ -178,6 +180,14 @@ type Broker struct {
 	AclConfigFile string `prop:"aclConfigFile"` // plain_acl.yml-compatible file, reloaded when it changes
 	AccessKey     string `prop:"accessKey"`     // the broker's own access key; "" = sign nothing
 	SecretKey     string `prop:"secretKey"`     // its secret key
+
+	// Peer authentication (ours; docs/security.md "Peer links"): a group secret every Raft
+	// connection proves (peerauth handshake) before any RPC, and the classic HA link's key
+	// when ACL is off (with aclEnable and accessKey the HA link proves the broker account
+	// instead). Hex (e.g. `openssl rand -hex 32`) or a raw string of at least 16 bytes;
+	// peerSecretFile (preferred) names a file holding it, trimmed. Both empty: off.
+	PeerSecret     string `prop:"peerSecret"`
+	PeerSecretFile string `prop:"peerSecretFile"`
 
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
@@ -406,6 +416,11 @@ func (b *Broker) DLegerLogCacheBytes() int { return int(b.DLegerLogCacheMB) << 2
 // DLegerSnapshotInterval is dLegerSnapshotIntervalSec as a duration (0 = dledger's default).
 func (b *Broker) DLegerSnapshotInterval() time.Duration {
 	return time.Duration(b.DLegerSnapshotIntervalSec) * time.Second
+}
+
+// PeerKey is the group secret from peerSecret or peerSecretFile (nil: peer authentication off).
+func (b *Broker) PeerKey() ([]byte, error) {
+	return peerauth.LoadSecret(b.PeerSecret, b.PeerSecretFile)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

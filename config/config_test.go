@@ -285,3 +285,32 @@ func TestLogFormatValidated(t *testing.T) {
 		t.Fatalf("logFormat=xml: err = %v, want one naming logFormat", err)
 	}
 }
+
+// TestPeerSecretKeys: peerSecret / peerSecretFile load a hex or raw secret of at least 16
+// bytes; a short one, a missing file or both keys at once stop start-up naming peerSecret.
+func TestPeerSecretKeys(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "peer.secret")
+	if err := os.WriteFile(good, []byte("00112233445566778899aabbccddeeff\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		inline, file string
+		ok           bool
+	}{
+		{"", "", true},
+		{"", good, true},
+		{"a raw secret of enough bytes", "", true},
+		{"short", "", false},
+		{"", filepath.Join(dir, "missing"), false},
+		{"a raw secret of enough bytes", good, false},
+	} {
+		b := NewBroker()
+		b.PeerSecret, b.PeerSecretFile = c.inline, c.file
+		b.Normalize()
+		err := b.Validate()
+		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), "peerSecret")) {
+			t.Errorf("peerSecret=%q peerSecretFile=%q: %v, want ok %v", c.inline, c.file, err, c.ok)
+		}
+	}
+}

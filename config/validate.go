@@ -147,6 +147,9 @@ func (b *Broker) Validate() error {
 		errs = append(errs, err)
 	}
 	b.validateACL(add)
+	if _, err := b.PeerKey(); err != nil {
+		add("peerSecret", "%v", err)
+	}
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
 	}

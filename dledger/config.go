@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	walTypes "github.com/hashicorp/raft-wal/types"
+
+	"rocketraft/peerauth"
 )
 
 // Log store names accepted in Config.LogStore.
@@ -79,6 +81,12 @@ type Config struct {
 	// as hashicorp/raft does on its own, instead of in parallel with the followers' writes
 	// (leaderwrite.go). Only raft-wal writes in parallel; the bolt log store is always serial.
 	SerialLeaderWrite bool `json:"dLegerSerialLeaderWrite"`
+
+	// PeerSecret, when set (at least 16 bytes), is the group's shared secret: every Raft
+	// connection, either way, starts with the peerauth handshake proving it, and an inbound RPC
+	// must carry the node id its connection proved. nil: no peer authentication (the RPC gate's
+	// term and TimeoutNow checks apply either way, rpcgate.go).
+	PeerSecret []byte `json:"-"`
 
 	walVFS walTypes.VFS // tests: raft-wal's file system under the deferred fsyncs (nil: the real one)
 	// Benchmarks only: heartbeatFastPath installs hashicorp/raft's heartbeat fast path (what
@@ -160,6 +168,9 @@ func (c *Config) validate() error {
 	case LogStoreWAL, LogStoreBolt:
 	default:
 		return keyErr("dLegerLogStore", "%q is not %q or %q", c.LogStore, LogStoreWAL, LogStoreBolt)
+	}
+	if c.PeerSecret != nil && len(c.PeerSecret) < peerauth.MinSecret {
+		return keyErr("peerSecret", "has %d bytes, at least %d are needed", len(c.PeerSecret), peerauth.MinSecret)
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		return keyErr("dLegerLeaderLeaseTimeout", "%v exceeds the heartbeat timeout %v", c.LeaderLeaseTimeout, c.HeartbeatTimeout)

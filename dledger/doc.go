@@ -6,7 +6,12 @@
 // # Pieces
 //
 //   - transport: raft.NetworkTransport over TCP on self's dLegerPeers address, advertised verbatim
-//     (host names stay host names, so NotLeaderError names the address operators configured).
+//     (host names stay host names, so NotLeaderError names the address operators configured),
+//     for outbound RPCs; inbound RPCs are served by our own loop in the same wire format
+//     (inbound.go), which knows the connection each came on. With PeerSecret every connection
+//     first proves the group secret (package peerauth) and each RPC must carry the node id its
+//     connection proved; whatever the secret, rpcgate.go bounds terms and honours TimeoutNow
+//     and leadership-transfer votes only when they can be genuine.
 //   - stable store: raft-boltdb/v2 (bbolt), fsync on.
 //   - log store: hashicorp/raft-wal (default) or raft-boltdb/v2, behind an in-memory cache of the
 //     newest entries (logCache: 512 entries and 8 MiB, see there why so small), fsync on. Chosen by measurement, see below. raft-wal v0.4.1, not v0.4.0: v0.4.0

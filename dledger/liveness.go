@@ -80,7 +80,9 @@ func (n *Node) sleep(d time.Duration) {
 // changes, or this node stops. It reports whether the leader's process is gone: the connection
 // ended and a new dial is refused.
 func (n *Node) probe(id, addr string) (dead bool) {
-	conn, err := net.DialTimeout("tcp", addr, probeDialTimeout)
+	// Through the stream layer: with a group secret the probe authenticates like any peer
+	// connection, so the leader keeps it open instead of dropping it at the handshake deadline.
+	conn, err := n.trans.stream.Dial(raft.ServerAddress(addr), probeDialTimeout)
 	if err != nil {
 		if refused(err) {
 			return n.stillLeader(id)
@@ -180,7 +182,9 @@ func (n *Node) campaignAfterLeaderDeath(dead string, leaderTerm uint64) {
 		ID:              []byte(n.cfg.SelfID),
 		Addr:            n.trans.EncodePeer(raft.ServerID(n.cfg.SelfID), self),
 	}}
-	if err := n.trans.TimeoutNow(raft.ServerID(n.cfg.SelfID), self, req, &raft.TimeoutNowResponse{}); err != nil {
+	// Handed to Raft directly, not over the network: the inbound gate honours TimeoutNow only
+	// from the leader (rpcgate.go), and this one is our own.
+	if err := n.trans.in.local(req, n.cfg.ElectionTimeout+transportTimeout); err != nil {
 		n.cfg.Logger.Warn("fast failover: could not start a campaign", "deadLeader", dead, "error", err)
 		return
 	}

@@ -20,7 +20,7 @@ import (
 type Node struct {
 	cfg   Config
 	raft  *raft.Raft
-	trans *raft.NetworkTransport
+	trans *netTransport
 	logs  io.Closer
 	cache *logCache // nil when disabled (LogCacheSize < 0)
 	stab  *raftboltdb.BoltStore
@@ -104,7 +104,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if e, ok := fsm.(SnapshotExpander); ok {
 		snaps = expandingSnapshots{SnapshotStore: files, fsm: e}
 	}
-	if n.trans, err = newTransport(self.Addr, cfg.Listener, cfg.Logger); err != nil {
+	if n.trans, err = newTransport(self.Addr, cfg.Listener, cfg.Logger, cfg.SelfID, cfg.PeerSecret); err != nil {
 		return nil, fmt.Errorf("dledger: listen on %s: %w", self.Addr, err)
 	}
 	closers = append(closers, n.trans)
@@ -122,7 +122,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
-	trans := raftTransport{NetworkTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport")}
+	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport")}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
 		fsm, trans.t = durableFSM{FSM: fsm, t: tracker}, tracker
@@ -130,6 +130,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
 	}
+	n.trans.in.gate.attach(n.raft)
 	if parallel {
 		tracker.follow(n.raft)
 	}

@@ -2,6 +2,7 @@ package dledger
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"rocketraft/peerauth"
 )
 
 // Transport tuning: a few pooled connections per peer, and an I/O deadline long enough for a
@@ -28,29 +31,45 @@ const pipelineStall = 5 * time.Second
 // it also closes the connections it accepted (the library leaves them to their readers), so a
 // node that shuts down looks to its peers exactly like a dead process: their connections end and
 // new dials are refused, which their leader probes act on (liveness.go).
+//
+// The NetworkTransport only dials through it: its Accept blocks until Close, and inbound
+// connections are taken by acceptConn and served by inbound (inbound.go), which knows which
+// peer authenticated on each connection. With cred set, Dial proves this node's membership
+// (package peerauth) before the connection is handed to the transport.
 type streamLayer struct {
-	net.Listener
+	ln        net.Listener
 	advertise peerAddr
+	cred      *peerauth.Credential // nil: no peer authentication
+
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	mu       sync.Mutex
-	closed   bool
 	accepted map[net.Conn]struct{}
 }
 
-// Accept tracks each accepted connection until it is closed.
+func newStreamLayer(ln net.Listener, advertise string, cred *peerauth.Credential) *streamLayer {
+	return &streamLayer{ln: ln, advertise: peerAddr(advertise), cred: cred, closed: make(chan struct{}), accepted: map[net.Conn]struct{}{}}
+}
+
+// Accept is the NetworkTransport's listener loop: it waits for Close (inbound.go serves the
+// connections).
 func (s *streamLayer) Accept() (net.Conn, error) {
-	c, err := s.Listener.Accept()
+	<-s.closed
+	return nil, net.ErrClosed
+}
+
+// acceptConn accepts the next connection and tracks it until it is closed.
+func (s *streamLayer) acceptConn() (net.Conn, error) {
+	c, err := s.ln.Accept()
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
+	if s.accepted == nil { // closed
 		c.Close()
 		return nil, net.ErrClosed
-	}
-	if s.accepted == nil {
-		s.accepted = map[net.Conn]struct{}{}
 	}
 	tc := &trackedConn{Conn: c, s: s}
 	s.accepted[tc] = struct{}{}
@@ -59,15 +78,18 @@ func (s *streamLayer) Accept() (net.Conn, error) {
 
 // Close closes the listener and every accepted connection still open.
 func (s *streamLayer) Close() error {
-	err := s.Listener.Close()
-	s.mu.Lock()
-	s.closed = true
-	conns := s.accepted
-	s.accepted = nil
-	s.mu.Unlock()
-	for c := range conns {
-		c.(*trackedConn).Conn.Close()
-	}
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		err = s.ln.Close()
+		s.mu.Lock()
+		conns := s.accepted
+		s.accepted = nil
+		s.mu.Unlock()
+		for c := range conns {
+			c.(*trackedConn).Conn.Close()
+		}
+	})
 	return err
 }
 
@@ -91,24 +113,56 @@ func (a peerAddr) String() string  { return string(a) }
 
 func (s *streamLayer) Addr() net.Addr { return s.advertise }
 
+// Dial connects to a peer and, with a credential, runs the client side of the handshake: a
+// peer that cannot prove the group secret gets no RPC.
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil || s.cred == nil {
+		return c, err
+	}
+	if err := peerauth.Client(c, peerauth.PurposeRaft, *s.cred, peerauth.DefaultTimeout); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("raft peer %s: %w", address, err)
+	}
+	return c, nil
 }
 
-// newTransport listens on addr (or uses ln) and advertises addr.
-func newTransport(addr string, ln net.Listener, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// netTransport is hashicorp/raft's NetworkTransport for outbound RPCs and our inbound server
+// (inbound.go) for inbound ones: Consumer is inbound's channel.
+type netTransport struct {
+	*raft.NetworkTransport
+	stream *streamLayer
+	in     *inbound
+}
+
+// Consumer returns the channel inbound RPCs arrive on (inbound.go), which the
+// NetworkTransport's own never receives anything on.
+func (t *netTransport) Consumer() <-chan raft.RPC { return t.in.ch }
+
+// newTransport listens on addr (or uses ln) and advertises addr. With secret set, every
+// connection either way is authenticated (peerauth) and inbound RPCs must carry the node id the
+// peer proved; selfID is this node's identity then.
+func newTransport(addr string, ln net.Listener, logger hclog.Logger, selfID string, secret []byte) (*netTransport, error) {
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", addr); err != nil {
 			return nil, err
 		}
 	}
-	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{Listener: ln, advertise: peerAddr(addr)},
+	var cred *peerauth.Credential
+	if secret != nil {
+		cred = &peerauth.Credential{Identity: selfID, Key: secret}
+	}
+	stream := newStreamLayer(ln, addr, cred)
+	nt := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
 		MaxPool: transportMaxPool,
 		Timeout: transportTimeout,
 		Logger:  logger.Named("transport"),
-	}), nil
+	})
+	in := newInbound(stream, secret, logger.Named("transport"))
+	go in.run()
+	return &netTransport{NetworkTransport: nt, stream: stream, in: in}, nil
 }
 
 // raftTransport is what Raft is given: the NetworkTransport, with two additions.
@@ -135,7 +189,7 @@ func newTransport(addr string, ln net.Listener, logger hclog.Logger) (*raft.Netw
 // writer was elected in. The cost is that a heartbeat waits for the follower's current RPC (an
 // AppendEntries with its fsync) instead of overtaking it.
 type raftTransport struct {
-	*raft.NetworkTransport
+	*netTransport
 	t *syncTracker // nil: no clamp
 
 	fastPath    bool                // benchmarks: install the library's fast path after all
@@ -148,7 +202,7 @@ type raftTransport struct {
 // main loop with every other RPC (see raftTransport).
 func (c raftTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
 	if c.fastPath {
-		c.NetworkTransport.SetHeartbeatHandler(cb)
+		c.in.heartbeat.Store(&cb)
 	}
 }
 

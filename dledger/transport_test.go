@@ -23,10 +23,11 @@ func voter(t *testing.T, addr string) (stop func()) {
 		}
 		return err
 	})
-	tr, err := newTransport(addr, ln, testLogger("voter"))
+	tr, err := newTransport(addr, ln, testLogger("voter"), "voter", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr.in.gate.attach(fixedView{})
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -54,7 +55,7 @@ func TestVoteRequestSurvivesPeerRestart(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"))
+	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"), "self", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestVoteRequestSurvivesPeerRestart(t *testing.T) {
 	}
 	stop = restartPeer(stop)
 	defer func() { stop() }()
-	if err := vote(raftTransport{NetworkTransport: self}); err != nil {
+	if err := vote(raftTransport{netTransport: self}); err != nil {
 		t.Fatalf("vote request after the peer restarted: %v", err)
 	}
 }
@@ -107,7 +108,7 @@ func TestHeartbeatsReachTheMainLoop(t *testing.T) {
 			handled <- struct{}{}
 			rpc.Respond(&raft.AppendEntriesResponse{Term: 7, Success: true}, nil)
 		})
-		client, err := newTransport("127.0.0.1:0", nil, testLogger("client"))
+		client, err := newTransport("127.0.0.1:0", nil, testLogger("client"), "n1", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,25 +140,27 @@ func TestHeartbeatsReachTheMainLoop(t *testing.T) {
 		return viaHandler
 	}
 
-	listen := func(name string) (*raft.NetworkTransport, string) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := newTransport(ln.Addr().String(), ln, testLogger(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { tr.Close() })
-		return tr, ln.Addr().String()
+	plain, err := raft.NewTCPTransportWithLogger("127.0.0.1:0", nil, 3, 10*time.Second, testLogger("plain"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	plain, addr := listen("plain")
-	if !send(t, plain.SetHeartbeatHandler, plain.Consumer(), addr) {
+	t.Cleanup(func() { plain.Close() })
+	if !send(t, plain.SetHeartbeatHandler, plain.Consumer(), string(plain.LocalAddr())) {
 		t.Fatal("control: the plain transport did not use the fast-path handler")
 	}
 
-	inner, addr := listen("ours")
-	var tr raft.Transport = raftTransport{NetworkTransport: inner} // what raft.NewRaft is given
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	inner, err := newTransport(addr, ln, testLogger("ours"), "n0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inner.Close() })
+	inner.in.gate.attach(fixedView{term: 7, leader: "n1"})
+	var tr raft.Transport = raftTransport{netTransport: inner} // what raft.NewRaft is given
 	if send(t, tr.SetHeartbeatHandler, tr.Consumer(), addr) {
 		t.Fatal("our transport ran the heartbeat on the fast-path handler; it must go to the main loop")
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/peerauth"
 )
 
 // Defaults of the slave side.
@@ -46,6 +48,9 @@ type ClientConfig struct {
 	// is known, once per retry (the broker re-registers with the name servers to learn the
 	// current master's address).
 	OnDisconnect func()
+	// Credential, when set, is proved to the master (package peerauth, purpose "ha") right after
+	// connecting, before the first report; the master proves the same key back.
+	Credential *peerauth.Credential
 }
 
 // Client is a slave's HA client: it follows one master at a time, reconnecting as needed.
@@ -172,6 +177,13 @@ func (c *Client) follow(addr string) bool {
 	if err != nil {
 		c.log.Debug("HA connect to master failed", "master", addr, "error", err)
 		return false
+	}
+	if cred := c.cfg.Credential; cred != nil {
+		if err := peerauth.Client(nc, peerauth.PurposeHA, *cred, peerauth.DefaultTimeout); err != nil {
+			_ = nc.Close()
+			c.log.Warn("HA master refused or failed the peer authentication", "master", addr, "identity", cred.Identity, "error", err)
+			return false
+		}
 	}
 	c.mu.Lock()
 	select {

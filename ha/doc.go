@@ -9,6 +9,11 @@
 //
 // # Wire protocol (raw TCP, no remoting framing; all integers big-endian)
 //
+// With ServerConfig.Keys (the broker's peerSecret, or its ACL account), the connection first
+// carries the peerauth handshake (purpose "ha"; the slave proves ClientConfig.Credential, the
+// master proves the same key back); a peer that fails it is closed with nothing streamed and is
+// never counted as a slave. Then:
+//
 // Slave to master, a stream of reports, one when the connection opens, one after each append
 // and one every haSendHeartbeatInterval (5 s):
 //

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/peerauth"
 )
 
 // Defaults of the HA keys (RocketMQ's MessageStoreConfig).
@@ -52,6 +54,11 @@ type ServerConfig struct {
 	// MaxGapNotInSync: a slave further behind than this is not in sync (SlaveOK).
 	MaxGapNotInSync int64
 	MaxConns        int
+	// Keys, when set, makes every slave prove its identity's key (package peerauth, purpose
+	// "ha") before the server reads its first report: a connection that fails is closed with
+	// nothing streamed and never counts for SlaveOK or WaitAck. nil: no authentication
+	// (RocketMQ's behaviour).
+	Keys peerauth.KeyFunc
 }
 
 func (c *ServerConfig) defaults() {
@@ -83,6 +90,13 @@ type Server struct {
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
+	// pending are the accepted connections still in the handshake (Close closes them too);
+	// handshakes bounds them per remote host and in all, apart from MaxConns, so a flood of
+	// peers that never authenticate cannot keep the real slaves out.
+	pending    map[net.Conn]struct{}
+	handshakes peerauth.Limiter
+	// refusals rate-limits the log lines of failed handshakes.
+	refusals refusalLog
 	// ackCh is closed (and replaced) whenever a slave's acknowledged offset moves: WaitAck's
 	// wake-up.
 	ackCh  chan struct{}
@@ -93,7 +107,7 @@ type Server struct {
 // NewServer returns a server; Start listens.
 func NewServer(cfg ServerConfig) *Server {
 	cfg.defaults()
-	return &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, ackCh: make(chan struct{})}
+	return &Server{cfg: cfg, log: cfg.Logger, conns: map[*conn]struct{}{}, pending: map[net.Conn]struct{}{}, ackCh: make(chan struct{})}
 }
 
 // Start listens on cfg.Addr and accepts slaves until Close.
@@ -124,6 +138,9 @@ func (s *Server) Close() error {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
+	for nc := range s.pending {
+		_ = nc.Close()
+	}
 	s.mu.Unlock()
 	err := s.ln.Close()
 	for _, c := range conns {
@@ -146,24 +163,97 @@ func (s *Server) accept() {
 			time.Sleep(50 * time.Millisecond)
 			continue
 		}
-		c := newConn(s, nc)
+		release := func() {}
+		if s.cfg.Keys != nil {
+			var ok bool
+			if release, ok = s.handshakes.Acquire(nc.RemoteAddr()); !ok {
+				s.refusals.warn(s.log, "HA connection refused: too many connections in the handshake", "slave", nc.RemoteAddr().String())
+				_ = nc.Close()
+				continue
+			}
+		}
 		s.mu.Lock()
 		if s.closed || len(s.conns) >= s.cfg.MaxConns {
 			full := !s.closed
 			s.mu.Unlock()
+			release()
 			if full {
-				s.log.Warn("HA connection refused: too many slave connections", "slave", c.addr, "max", s.cfg.MaxConns)
+				s.log.Warn("HA connection refused: too many slave connections", "slave", nc.RemoteAddr().String(), "max", s.cfg.MaxConns)
 			}
 			_ = nc.Close()
 			continue
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(2)
+		s.pending[nc] = struct{}{}
+		s.wg.Add(1)
 		s.mu.Unlock()
-		s.log.Info("HA slave connected", "slave", c.addr)
-		go c.readLoop()
-		go c.transferLoop()
+		go s.admit(nc, release)
 	}
+}
+
+// admit authenticates a new connection (with Keys) and then starts serving it.
+func (s *Server) admit(nc net.Conn, release func()) {
+	defer s.wg.Done()
+	peer := ""
+	if s.cfg.Keys != nil {
+		id, err := peerauth.Server(nc, peerauth.PurposeHA, s.cfg.Keys, peerauth.DefaultTimeout)
+		release()
+		if err != nil {
+			s.mu.Lock()
+			delete(s.pending, nc)
+			s.mu.Unlock()
+			_ = nc.Close()
+			if !peerauth.IsProbe(err) {
+				s.refusals.warn(s.log, "HA connection refused: the peer did not authenticate; nothing streamed", "slave", nc.RemoteAddr().String(), "error", err)
+			}
+			return
+		}
+		peer = id
+	}
+	c := newConn(s, nc)
+	s.mu.Lock()
+	delete(s.pending, nc)
+	if s.closed || len(s.conns) >= s.cfg.MaxConns {
+		full := !s.closed
+		s.mu.Unlock()
+		if full {
+			s.log.Warn("HA connection refused: too many slave connections", "slave", c.addr, "max", s.cfg.MaxConns)
+		}
+		_ = nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.wg.Add(2)
+	s.mu.Unlock()
+	if peer != "" {
+		s.log.Info("HA slave connected", "slave", c.addr, "authenticatedAs", peer)
+	} else {
+		s.log.Info("HA slave connected", "slave", c.addr)
+	}
+	go c.readLoop()
+	go c.transferLoop()
+}
+
+// refusalLog logs failed handshakes at most once a second, counting the rest.
+type refusalLog struct {
+	mu      sync.Mutex
+	next    time.Time
+	dropped int
+}
+
+func (r *refusalLog) warn(log hclog.Logger, msg string, args ...any) {
+	r.mu.Lock()
+	now := time.Now()
+	if now.Before(r.next) {
+		r.dropped++
+		r.mu.Unlock()
+		return
+	}
+	if r.dropped > 0 {
+		args = append(args, "alikeSuppressed", r.dropped)
+	}
+	r.dropped, r.next = 0, now.Add(time.Second)
+	r.mu.Unlock()
+	log.Warn(msg, args...)
 }
 
 func (s *Server) remove(c *conn) {
