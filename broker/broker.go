@@ -21,6 +21,7 @@ import (
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
+	"rocketraft/message"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -385,6 +386,8 @@ func errorCode(err error) (int32, string) {
 	switch {
 	case errors.Is(err, storage.ErrMessageIllegal):
 		return remoting.MessageIllegal, err.Error()
+	case errors.Is(err, message.ErrInvalidName):
+		return remoting.InvalidParameter, err.Error()
 	case errors.Is(err, storage.ErrDiskFull):
 		return remoting.ServiceNotAvailable, "service not available now, maybe disk full: " + err.Error()
 	case errors.Is(err, dledger.ErrNotLeader):
