@@ -146,6 +146,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
+	flushEvery := time.Duration(cfg.MetadataFlushIntervalMs) * time.Millisecond
+	b.topics.SetFlushInterval(flushEvery)
+	b.groups.SetFlushInterval(flushEvery)
 	if !cfg.EnableDLegerCommitLog {
 		// DLedger mode: metaApplier.RestoreMeta adds them (the state machine calls it at open).
 		if _, err := b.topics.EnsureTopics(b.systemTopics(), time.Now()); err != nil {
@@ -349,6 +352,13 @@ func (b *Broker) Close() error {
 			err = b.raft.close()
 		} else {
 			err = b.local.Close()
+		}
+		// After the state machine stopped applying: coalesced writes still pending (meta saver).
+		if ferr := b.topics.Flush(); ferr != nil {
+			b.logger.Error("persist topic table at shutdown", "error", ferr)
+		}
+		if ferr := b.groups.Flush(); ferr != nil {
+			b.logger.Error("persist subscription groups at shutdown", "error", ferr)
 		}
 	})
 	return err
