@@ -260,6 +260,7 @@ func (b *Broker) Start() error {
 	if err := b.server.Start(); err != nil {
 		return err
 	}
+	b.warnACLOff(addr) // acl.go
 	// The advertised address uses brokerIP1 and the real port (listenPort 0 picks one).
 	_, port, _ := net.SplitHostPort(b.server.Addr())
 	b.brokerAddr = net.JoinHostPort(b.cfg.BrokerIP1, port)
