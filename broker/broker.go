@@ -69,9 +69,10 @@ type Broker struct {
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
-	// DLedger mode: metaMu serialises topic and group proposals (check, propose, apply), and
-	// offsetBatch groups consumer-offset commits into Raft entries (replmeta.go).
-	metaMu      sync.Mutex
+	// DLedger mode: metaMu serialises the proposals for one topic or group (check, propose,
+	// apply; namelocks.go), and offsetBatch groups consumer-offset commits into Raft entries
+	// (replmeta.go).
+	metaMu      nameLocks
 	offsetBatch *offsetBatcher
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
 	// level (replicated in DLedger mode).

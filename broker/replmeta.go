@@ -213,8 +213,9 @@ func (b *Broker) proposeMetaTimeout(op *fsm.MetaOp) error {
 
 // ensureTopic stores tc unless a topic of that name exists (%RETRY%, %DLQ% topics) and returns
 // the existing or new config. DLedger mode: only the leader creates (errNotLeaderMeta otherwise);
-// proposals are serialised by metaMu and the table is checked again under it, so concurrent
-// creations of one topic propose it once and never overwrite an admin's config.
+// proposals for one name are serialised by metaMu (namelocks.go) and the table is checked again
+// under it, so concurrent creations of one topic propose it once and never overwrite an admin's
+// config.
 func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
 	if err := message.ValidateTopic(tc.TopicName); err != nil {
 		return nil, false, fmt.Errorf("create topic: %w", err)
@@ -228,8 +229,7 @@ func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, b
 	if !b.isLeader() {
 		return nil, false, errNotLeaderMeta
 	}
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
+	defer b.metaMu.lock("topic", tc.TopicName)()
 	if old := b.topics.Get(tc.TopicName); old != nil {
 		return old, false, nil
 	}
@@ -279,8 +279,7 @@ func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, 
 	if !b.isLeader() {
 		return protocol.NewSubscriptionGroupConfig(name), nil
 	}
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
+	defer b.metaMu.lock("group", name)()
 	if gc := b.groups.Get(name); gc != nil {
 		return gc, nil
 	}

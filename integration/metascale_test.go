@@ -46,21 +46,9 @@ func TestMetadataAtScale(t *testing.T) {
 	created := time.Since(start)
 	var routed time.Duration
 	eventually(t, scaleBound-created, "the name server lists every topic", func() error {
-		resp, err := rawRequest(c.ns.addr, scaleCodeGetAllT, nil, nil, 20*time.Second)
+		n, err := namesrvTopicCount(c.ns.addr, prefix)
 		if err != nil {
 			return err
-		}
-		var list struct {
-			TopicList []string `json:"topicList"`
-		}
-		if err := json.Unmarshal(resp.Body, &list); err != nil {
-			return fmt.Errorf("topic list: %w", err)
-		}
-		n := 0
-		for _, tp := range list.TopicList {
-			if len(tp) > len(prefix) && tp[:len(prefix)] == prefix {
-				n++
-			}
 		}
 		if n != scaleTopics {
 			return fmt.Errorf("%d of %d topics listed", n, scaleTopics)
@@ -109,6 +97,22 @@ func TestMetadataAtScale(t *testing.T) {
 			t.Errorf("%s holds %d of %d after a clean stop", file, n, want.n)
 		}
 	}
+}
+
+// namesrvTopicCount counts the topics starting with prefix in the name server's topic list
+// (GET_ALL_TOPIC_LIST_FROM_NAMESERVER).
+func namesrvTopicCount(nsAddr, prefix string) (int, error) {
+	resp, err := rawRequest(nsAddr, scaleCodeGetAllT, nil, nil, 20*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	var list struct {
+		TopicList []string `json:"topicList"`
+	}
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		return 0, fmt.Errorf("topic list: %w", err)
+	}
+	return countPrefixed(list.TopicList, prefix), nil
 }
 
 func countPrefixed(names []string, prefix string) int {
