@@ -12,3 +12,13 @@ func TestLoopbackOnly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoopbackOnly: any input is classified without panicking.
+func FuzzLoopbackOnly(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:9876", "[::1]:1", "localhost:1", ":1", "0.0.0.0:1", "[", "a:b:c", "127.0.0.1%lo:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, addr string) {
+		_ = LoopbackOnly(addr)
+	})
+}

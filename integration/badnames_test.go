@@ -47,7 +47,8 @@ var validNameRE = regexp.MustCompile(`^[%|a-zA-Z0-9_-]{1,255}$`)
 // admin commands. Each must be answered INVALID_PARAMETER (29). Then nothing may have been
 // stored: every name in the broker's topic, group and offset tables (as served, and as written
 // to topics.json / subscriptionGroup.json / consumerOffset.json after a clean stop) and in the
-// name server's topic list is a valid name, and no file was created outside the store.
+// name server's topic list is a valid name, and no file was created outside the store. Also: one
+// heartbeat creates at most 64 new subscription groups.
 func TestBadNamesRefusedOnEveryPath(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
@@ -176,6 +177,26 @@ func TestBadNamesRefusedOnEveryPath(t *testing.T) {
 	}
 	if groups := mustTableKeys(t, addr, namesCodeGetAllGroups, "subscriptionGroupTable"); !slices.Contains(groups, group) {
 		t.Fatalf("the valid heartbeat did not create group %s: %v", group, groups)
+	}
+
+	// One heartbeat naming 100 new consumer groups creates 64 of them (the per-heartbeat cap);
+	// the next creates the rest.
+	manyHB := func() []byte {
+		var cds []map[string]any
+		for i := 0; i < 100; i++ {
+			cds = append(cds, map[string]any{"groupName": fmt.Sprintf("ManyGroups_%03d", i), "consumeType": "CONSUME_PASSIVELY",
+				"messageModel": "CLUSTERING", "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": []any{}})
+		}
+		b, _ := json.Marshal(map[string]any{"clientID": "127.0.0.1@many", "consumerDataSet": cds})
+		return b
+	}()
+	for round, want := range []int{64, 100} {
+		if resp, err := rawRequest(addr, namesCodeHeartbeat, nil, manyHB, 30*time.Second); err != nil || resp.Code != respSuccess {
+			t.Fatalf("heartbeat naming 100 groups: %v %+v", err, resp)
+		}
+		if n := countPrefixed(mustTableKeys(t, addr, namesCodeGetAllGroups, "subscriptionGroupTable"), "ManyGroups_"); n != want {
+			t.Fatalf("after heartbeat %d naming 100 new groups: %d created, want %d", round+1, n, want)
+		}
 	}
 
 	// The tables as served.
