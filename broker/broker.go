@@ -99,6 +99,10 @@ type Broker struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
+
+	// registerUrgent: the pending registration must not wait for the coalescing gap
+	// (register.go, triggerRegisterNow).
+	registerUrgent atomic.Bool
 }
 
 // New opens the store and metadata under cfg's paths. It does not listen yet.

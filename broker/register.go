@@ -31,6 +31,18 @@ const registerGapFactor = 4
 // topic was created or changed: at once when the last registration is older than the
 // coalescing gap (registerGap), else at the gap's end, with every change made meanwhile.
 func (b *Broker) triggerRegister() {
+	b.signalRegister()
+}
+
+// triggerRegisterNow registers without waiting for the coalescing gap: a role change (DLedger
+// failover, classic master found) or a brokerPermission change must reach the name servers at
+// once, whatever topics are being created.
+func (b *Broker) triggerRegisterNow() {
+	b.registerUrgent.Store(true)
+	b.signalRegister()
+}
+
+func (b *Broker) signalRegister() {
 	select {
 	case b.registerNow <- struct{}{}:
 	default:
@@ -61,19 +73,22 @@ func (b *Broker) registerLoop() {
 				default:
 				}
 			}
-			// Coalesce a burst of topic changes into one registration (registerGap).
-			if wait := time.Until(lastEnd.Add(b.registerGap(lastTook))); wait > 0 {
+			// Coalesce a burst of topic changes into one registration (registerGap); an urgent
+			// trigger (triggerRegisterNow) ends the wait.
+			deadline := lastEnd.Add(b.registerGap(lastTook))
+			for !b.registerUrgent.Load() && time.Now().Before(deadline) {
+				wait := time.NewTimer(time.Until(deadline))
 				select {
 				case <-b.stop:
+					wait.Stop()
 					return
-				case <-time.After(wait):
+				case <-wait.C:
+				case <-b.registerNow: // more changes, in this registration too
 				}
-				select { // the changes made while waiting are in this registration
-				case <-b.registerNow:
-				default:
-				}
+				wait.Stop()
 			}
 		}
+		b.registerUrgent.Store(false)
 		if b.sd.draining.Load() {
 			continue // shutting down: unregistered, and staying so (shutdown.go)
 		}
