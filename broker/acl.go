@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"rocketraft/acl"
+	"rocketraft/config"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -192,4 +193,22 @@ func heartbeatResources(body []byte) []acl.Resource {
 		}
 	}
 	return out
+}
+
+// warnACLOff logs, at start, a loud warning when ACL is off and the client port listens beyond
+// loopback: then anyone who reaches it may create and delete topics and groups, reset consumer
+// offsets and change brokerPermission, as with RocketMQ's defaults (which this keeps). The Raft
+// membership requests are refused unless allowUnauthenticatedRaftAdmin says otherwise
+// (raftAdminGuard, raftadmin.go).
+func (b *Broker) warnACLOff(listen string) {
+	if b.cfg.AclEnable || config.LoopbackOnly(listen) {
+		return
+	}
+	raftAdmin := "refused (allowUnauthenticatedRaftAdmin=false)"
+	if b.cfg.AllowUnauthenticatedRaftAdmin {
+		raftAdmin = "ALLOWED to anyone (allowUnauthenticatedRaftAdmin=true)"
+	}
+	b.logger.Warn("SECURITY: aclEnable=false and the broker listens beyond loopback: anyone who reaches "+listen+
+		" may create and delete topics and groups, reset consumer offsets and drain this broker; set aclEnable=true (README \"ACL\") or keep the port on a private network",
+		"listen", listen, "raft_membership_requests", raftAdmin)
 }

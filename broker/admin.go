@@ -55,13 +55,13 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
 	tc.Order = req.ExtBool("order")
 	if b.replicated() {
-		b.metaMu.Lock()
+		unlock := b.metaMu.lock("topic", topic)
 		if resp := b.topicAttributes(req, tc); resp != nil {
-			b.metaMu.Unlock()
+			unlock()
 			return resp
 		}
 		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
-		b.metaMu.Unlock()
+		unlock()
 		if err != nil {
 			return metaErrorResponse(req, "store topic config", err)
 		}
@@ -93,9 +93,9 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
 	if b.replicated() {
-		b.metaMu.Lock()
+		unlock := b.metaMu.lock("topic", topic)
 		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
-		b.metaMu.Unlock()
+		unlock()
 		if err != nil {
 			return metaErrorResponse(req, "delete topic", err)
 		}
@@ -189,9 +189,9 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
 	if b.replicated() {
-		b.metaMu.Lock()
+		unlock := b.metaMu.lock("group", gc.GroupName)
 		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
-		b.metaMu.Unlock()
+		unlock()
 		if err != nil {
 			return metaErrorResponse(req, "store subscription group", err)
 		}
@@ -215,9 +215,9 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
 	}
 	if b.replicated() {
-		b.metaMu.Lock()
+		unlock := b.metaMu.lock("group", group)
 		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group})
-		b.metaMu.Unlock()
+		unlock()
 		if err != nil {
 			return metaErrorResponse(req, "delete subscription group", err)
 		}

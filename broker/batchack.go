@@ -39,6 +39,10 @@ func (b *Broker) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 		case len(a.BitSet) > maxBatchAckOffsets/8:
 			return req.NewResponse(remoting.MessageIllegal, "bad BATCH_ACK_MESSAGE: ack "+strconv.Itoa(i)+" names too many offsets")
 		}
+		n := strconv.Itoa(i)
+		if bad := b.refuseBadNames(req, groupName("consumerGroup of ack "+n, a.ConsumerGroup), topicName("topic of ack "+n, a.Topic)); bad != nil {
+			return bad
+		}
 	}
 	acked, skipped := 0, 0
 	s := b.pop

@@ -21,6 +21,7 @@ import (
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
+	"rocketraft/message"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -72,9 +73,10 @@ type Broker struct {
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
-	// DLedger mode: metaMu serialises topic and group proposals (check, propose, apply), and
-	// offsetBatch groups consumer-offset commits into Raft entries (replmeta.go).
-	metaMu      sync.Mutex
+	// DLedger mode: metaMu serialises the proposals for one topic or group (check, propose,
+	// apply; namelocks.go), and offsetBatch groups consumer-offset commits into Raft entries
+	// (replmeta.go).
+	metaMu      nameLocks
 	offsetBatch *offsetBatcher
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
 	// level (replicated in DLedger mode).
@@ -101,6 +103,10 @@ type Broker struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
+
+	// registerUrgent: the pending registration must not wait for the coalescing gap
+	// (register.go, triggerRegisterNow).
+	registerUrgent atomic.Bool
 }
 
 // New opens the store and metadata under cfg's paths. It does not listen yet.
@@ -154,6 +160,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
+	flushEvery := time.Duration(cfg.MetadataFlushIntervalMs) * time.Millisecond
+	b.topics.SetFlushInterval(flushEvery)
+	b.groups.SetFlushInterval(flushEvery)
 	if !cfg.EnableDLegerCommitLog {
 		// DLedger mode: metaApplier.RestoreMeta adds them (the state machine calls it at open).
 		if _, err := b.topics.EnsureTopics(b.systemTopics(), time.Now()); err != nil {
@@ -266,6 +275,7 @@ func (b *Broker) Start() error {
 	if err := b.server.Start(); err != nil {
 		return err
 	}
+	b.warnACLOff(addr) // acl.go
 	// The advertised address uses brokerIP1 and the real port (listenPort 0 picks one).
 	_, port, _ := net.SplitHostPort(b.server.Addr())
 	b.brokerAddr = net.JoinHostPort(b.cfg.BrokerIP1, port)
@@ -359,6 +369,13 @@ func (b *Broker) Close() error {
 		} else {
 			err = b.local.Close()
 		}
+		// After the state machine stopped applying: coalesced writes still pending (meta saver).
+		if ferr := b.topics.Flush(); ferr != nil {
+			b.logger.Error("persist topic table at shutdown", "error", ferr)
+		}
+		if ferr := b.groups.Flush(); ferr != nil {
+			b.logger.Error("persist subscription groups at shutdown", "error", ferr)
+		}
 	})
 	return err
 }
@@ -395,6 +412,8 @@ func errorCode(err error) (int32, string) {
 	switch {
 	case errors.Is(err, storage.ErrMessageIllegal):
 		return remoting.MessageIllegal, err.Error()
+	case errors.Is(err, message.ErrInvalidName):
+		return remoting.InvalidParameter, err.Error()
 	case errors.Is(err, storage.ErrDiskFull):
 		return remoting.ServiceNotAvailable, "service not available now, maybe disk full: " + err.Error()
 	case errors.Is(err, dledger.ErrNotLeader):

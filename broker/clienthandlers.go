@@ -9,19 +9,38 @@ import (
 	"rocketraft/remoting"
 )
 
+// maxGroupsCreatedPerHeartbeat bounds how many subscription groups (each with its %RETRY%
+// topic) one heartbeat may create: a real client has a handful of consumer groups, and one
+// heartbeat naming thousands would otherwise hold this handler for as long as thousands of
+// metadata writes take. Groups beyond it are not created now (logged); the client is still
+// recorded, and its later heartbeats, pulls or POPs create them.
+const maxGroupsCreatedPerHeartbeat = 64
+
 // handleHeartbeat records the client's groups and subscriptions, creating
-// subscription groups and their %RETRY% topics as RocketMQ does.
+// subscription groups and their %RETRY% topics as RocketMQ does. Every name is checked first
+// (names.go): one invalid name refuses the whole heartbeat.
 func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.Decode(req.Body, &hb); err != nil {
 		return req.NewResponse(remoting.SystemError, "bad heartbeat body: "+err.Error())
 	}
+	if err := hb.ValidateNames(); err != nil {
+		return b.refuseBadName(req, "heartbeat", err)
+	}
+	created, skipped := 0, 0
 	for _, cd := range hb.ConsumerDataSet {
 		if b.replicated() && !b.isLeader() {
 			// A DLedger follower writes no metadata: the consumer heartbeats the leader too
 			// (clients heartbeat every broker of their route), which creates the group and its
 			// retry topic through Raft; forwarding each heartbeat would only repeat that.
 			continue
+		}
+		if b.groups.Get(cd.GroupName) == nil {
+			if created >= maxGroupsCreatedPerHeartbeat {
+				skipped++
+				continue
+			}
+			created++
 		}
 		gc, err := b.groupOrCreate(cd.GroupName)
 		if err != nil {
@@ -51,6 +70,10 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 				b.triggerRegister()
 			}
 		}
+	}
+	if skipped > 0 {
+		b.logger.Warn("heartbeat names more new consumer groups than one heartbeat may create; the rest were not created now",
+			"client", hb.ClientID, "remote", conn.RemoteAddr(), "created", created, "not_created", skipped, "limit", maxGroupsCreatedPerHeartbeat)
 	}
 	b.clients.Heartbeat(conn, &hb, req.Language, req.Version, time.Now())
 	return req.NewResponse(remoting.Success, "")

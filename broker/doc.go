@@ -12,7 +12,8 @@
 // offsetbatch.go, locks.go): the leader proposes, every node applies, followers
 // forward writes.
 //
-// Lock order: Broker.metaMu (held while a topic or group proposal commits) ->
+// Lock order: Broker.metaMu (one of its name locks, held while a topic or group proposal
+// commits; never two at once) ->
 // the fsm's lock (Apply) -> the meta tables' locks; nothing called under the
 // fsm's lock takes metaMu. Broker.lockMu (held while a queue-lock proposal
 // commits) -> the fsm's lock -> clients.Manager.lockMu; metaMu and lockMu are

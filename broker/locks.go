@@ -32,6 +32,7 @@ package broker
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"rocketraft/fsm"
@@ -50,6 +51,9 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	}
 	if body.ConsumerGroup == "" || body.ClientID == "" {
 		return req.NewResponse(remoting.SystemError, "bad lock body: consumerGroup and clientId are required")
+	}
+	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
+		return bad
 	}
 	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
@@ -76,6 +80,9 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 	}
 	if body.ConsumerGroup == "" || body.ClientID == "" {
 		return req.NewResponse(remoting.SystemError, "bad unlock body: consumerGroup and clientId are required")
+	}
+	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
+		return bad
 	}
 	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
@@ -126,4 +133,17 @@ func (b *Broker) leaderSince() time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// refuseLockNames checks the group and every queue's topic of a LOCK/UNLOCK_BATCH_MQ (names.go).
+func (b *Broker) refuseLockNames(req *remoting.Command, group string, mqs []protocol.MessageQueue) *remoting.Command {
+	if bad := b.refuseBadNames(req, groupName("consumerGroup", group)); bad != nil {
+		return bad
+	}
+	for i := range mqs {
+		if bad := b.refuseBadNames(req, topicName("topic of mqSet entry "+strconv.Itoa(i), mqs[i].Topic)); bad != nil {
+			return bad
+		}
+	}
+	return nil
 }

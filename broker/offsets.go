@@ -34,6 +34,9 @@ func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Co
 	if err != nil || group == "" || topic == "" {
 		return req.NewResponse(remoting.SystemError, "bad query consumer offset header: consumerGroup, topic and queueId are required")
 	}
+	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
+		return bad
+	}
 	off, ok := b.committedOffset(group, topic, qid)
 	if b.replicated() {
 		off, ok = b.replicatedOffset(group, topic, qid)
@@ -70,14 +73,17 @@ func queueIsYoung(st *storage.Store, topic string, qid int32) bool {
 // failover. A classic slave stores it locally, as a 4.x slave does (its table is replaced by the
 // master's at the next metadata copy).
 func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
-		return fwd
-	}
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	qid, err1 := req.ExtInt32("queueId")
 	off, err2 := req.ExtInt64("commitOffset")
 	if group == "" || topic == "" || err1 != nil || err2 != nil {
 		return req.NewResponse(remoting.SystemError, "bad update consumer offset header: consumerGroup, topic, queueId and commitOffset are required")
+	}
+	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
+		return bad
+	}
+	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
+		return fwd
 	}
 	if b.replicated() && b.isLeader() && !req.IsOneway() {
 		seq := b.offsetBatch.commit(group, topic, qid, off)

@@ -28,6 +28,7 @@ package broker
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,12 @@ func parsePopRequest(req *remoting.Command) (*popRequest, error) {
 	p := &popRequest{group: req.Ext("consumerGroup"), topic: req.Ext("topic")}
 	if p.group == "" || p.topic == "" {
 		return nil, errors.New("consumerGroup and topic are required")
+	}
+	if err := message.ValidateGroup(p.group); err != nil {
+		return nil, fmt.Errorf("consumerGroup: %w", err)
+	}
+	if err := message.ValidateTopic(p.topic); err != nil {
+		return nil, fmt.Errorf("topic: %w", err)
 	}
 	var vals [6]int64
 	for i, f := range []struct {
@@ -400,6 +407,12 @@ func ackTarget(req *remoting.Command) (pop.Key, int64, pop.ExtraInfo, error) {
 	if k.Group == "" || k.Topic == "" {
 		return k, 0, pop.ExtraInfo{}, errors.New("consumerGroup and topic are required")
 	}
+	if err := message.ValidateGroup(k.Group); err != nil {
+		return k, 0, pop.ExtraInfo{}, fmt.Errorf("consumerGroup: %w", err)
+	}
+	if err := message.ValidateTopic(k.Topic); err != nil {
+		return k, 0, pop.ExtraInfo{}, fmt.Errorf("topic: %w", err)
+	}
 	qid, err := extInt(req, "queueId", -1)
 	if err != nil {
 		return k, 0, pop.ExtraInfo{}, err
@@ -428,7 +441,7 @@ func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *r
 	}
 	k, off, ei, err := ackTarget(req)
 	if err != nil {
-		return req.NewResponse(remoting.MessageIllegal, "bad ACK_MESSAGE: "+err.Error())
+		return req.NewResponse(ackErrorCode(err), "bad ACK_MESSAGE: "+err.Error())
 	}
 	s := b.pop
 	s.mu.Lock()
@@ -458,7 +471,7 @@ func (b *Broker) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Co
 	}
 	k, off, ei, err := ackTarget(req)
 	if err != nil {
-		return req.NewResponse(remoting.MessageIllegal, "bad CHANGE_MESSAGE_INVISIBLETIME: "+err.Error())
+		return req.NewResponse(ackErrorCode(err), "bad CHANGE_MESSAGE_INVISIBLETIME: "+err.Error())
 	}
 	inv, err := extInt(req, "invisibleTime", -1)
 	if err != nil || inv <= 0 || inv > popMaxInvisibleTimeMillis {
@@ -485,4 +498,14 @@ func (b *Broker) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Co
 	resp.SetExt("invisibleTime", strconv.FormatInt(inv, 10))
 	resp.SetExt("reviveQid", "0")
 	return resp
+}
+
+// ackErrorCode is the answer to a bad ACK_MESSAGE or CHANGE_MESSAGE_INVISIBLETIME header:
+// INVALID_PARAMETER for an invalid group or topic name (as on every path, names.go), else
+// MESSAGE_ILLEGAL.
+func ackErrorCode(err error) int32 {
+	if errors.Is(err, message.ErrInvalidName) {
+		return remoting.InvalidParameter
+	}
+	return remoting.MessageIllegal
 }

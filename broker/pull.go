@@ -34,6 +34,9 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if p.ConsumerGroup == "" || p.Topic == "" {
 		return fail(remoting.SystemError, "bad pull header: consumerGroup and topic are required")
 	}
+	if bad := b.refuseBadNames(req, groupName("consumerGroup", p.ConsumerGroup), topicName("topic", p.Topic)); bad != nil {
+		return bad
+	}
 	if !protocol.IsReadable(b.brokerPermission()) {
 		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
 	}

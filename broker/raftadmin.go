@@ -37,9 +37,25 @@ const (
 
 func (b *Broker) registerRaftAdminHandlers(s *remoting.Server) {
 	s.Handle(remoting.GetRaftStatus, b.handleGetRaftStatus)
-	s.Handle(remoting.TransferRaftLeader, b.handleTransferRaftLeader)
-	s.Handle(remoting.AddRaftPeer, b.handleAddRaftPeer)
-	s.Handle(remoting.RemoveRaftPeer, b.handleRemoveRaftPeer)
+	s.Handle(remoting.TransferRaftLeader, b.raftAdminGuard(b.handleTransferRaftLeader))
+	s.Handle(remoting.AddRaftPeer, b.raftAdminGuard(b.handleAddRaftPeer))
+	s.Handle(remoting.RemoveRaftPeer, b.raftAdminGuard(b.handleRemoveRaftPeer))
+}
+
+// raftAdminGuard refuses the Raft membership and leadership changes with NO_PERMISSION when ACL
+// is off, unless allowUnauthenticatedRaftAdmin is set: without ACL nobody is authenticated, and
+// an ADD_RAFT_PEER from anyone would make their node a voter that receives the whole log. With
+// ACL on, the ACL check (acl.go, adminCodes) already requires an admin account. Checked on the
+// node a request reaches and again on the leader a follower forwards it to.
+func (b *Broker) raftAdminGuard(h remoting.Handler) remoting.Handler {
+	return func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if b.raft != nil && b.acl == nil && !b.cfg.AllowUnauthenticatedRaftAdmin {
+			b.logger.Warn("Raft administration refused: ACL is off", "code", req.Code, "remote", conn.RemoteAddr())
+			return req.NewResponse(remoting.NoPermission, "Raft membership and leadership changes need aclEnable=true and an admin account, "+
+				"or allowUnauthenticatedRaftAdmin=true on every node of the group (broker "+b.cfg.BrokerName+" at "+b.brokerAddr+")")
+		}
+		return h(conn, req)
+	}
 }
 
 // notRaft is the answer of a classic-mode broker.

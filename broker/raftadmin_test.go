@@ -64,6 +64,18 @@ func TestRaftAdminSingleNode(t *testing.T) {
 		t.Fatalf("peers %+v", rs.Peers)
 	}
 
+	// ACL off and allowUnauthenticatedRaftAdmin=false (the default): the changes are refused.
+	for _, code := range []int32{remoting.TransferRaftLeader, remoting.AddRaftPeer, remoting.RemoveRaftPeer} {
+		resp := invokeBroker(t, b, code, map[string]string{"nodeId": "n1", "peerAddr": freeAddr(t)})
+		if resp.Code != remoting.NoPermission || !strings.Contains(resp.Remark, "allowUnauthenticatedRaftAdmin") {
+			t.Errorf("%d with ACL off: code %d %q, want NO_PERMISSION", code, resp.Code, resp.Remark)
+		}
+	}
+	if rs2 := raftStatusOf(t, b); len(rs2.Peers) != 1 {
+		t.Fatalf("a refused ADD_RAFT_PEER changed the membership: %+v", rs2.Peers)
+	}
+	b.cfg.AllowUnauthenticatedRaftAdmin = true
+
 	for _, c := range []struct {
 		code   int32
 		ext    map[string]string
@@ -105,4 +117,14 @@ func TestRaftAdminClassicBroker(t *testing.T) {
 			t.Errorf("code %d: %d %q", code, resp.Code, resp.Remark)
 		}
 	}
+}
+
+func raftStatusOf(t *testing.T, b *Broker) protocol.RaftStatus {
+	t.Helper()
+	resp := invokeBroker(t, b, remoting.GetRaftStatus, nil)
+	var rs protocol.RaftStatus
+	if err := protocol.Decode(resp.Body, &rs); err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }

@@ -14,9 +14,35 @@ import (
 // registerTimeout bounds one REGISTER_BROKER call (registerBrokerTimeoutMills is 24 s).
 const registerTimeout = 6 * time.Second
 
-// triggerRegister asks the registration loop to register with every name
-// server now, after a topic was created or changed.
+// compressRegisterAbove is the size of a REGISTER_BROKER body (the topic table as JSON) above
+// which it is sent compressed (header compressed=true, the layout of
+// protocol.EncodeCompressedRegisterBrokerBody, which the name servers read, as RocketMQ's do)
+// even without compressedRegister: a table of tens of thousands of topics is megabytes of JSON,
+// sent every registration period.
+const compressRegisterAbove = 1 << 20
+
+// registerGapFactor: a registration triggered by a topic change waits, after the previous one
+// ended, at least this many times as long as the previous one took (and at least
+// metadataFlushIntervalMs), so registrations of a large table take a bounded share of the
+// broker's and the name servers' time while topics are being created in a burst.
+const registerGapFactor = 4
+
+// triggerRegister asks the registration loop to register with every name server after a
+// topic was created or changed: at once when the last registration is older than the
+// coalescing gap (registerGap), else at the gap's end, with every change made meanwhile.
 func (b *Broker) triggerRegister() {
+	b.signalRegister()
+}
+
+// triggerRegisterNow registers without waiting for the coalescing gap: a role change (DLedger
+// failover, classic master found) or a brokerPermission change must reach the name servers at
+// once, whatever topics are being created.
+func (b *Broker) triggerRegisterNow() {
+	b.registerUrgent.Store(true)
+	b.signalRegister()
+}
+
+func (b *Broker) signalRegister() {
 	select {
 	case b.registerNow <- struct{}{}:
 	default:
@@ -33,6 +59,8 @@ func (b *Broker) registerLoop() {
 	const retryDelay = time.Second
 	t := time.NewTimer(0)
 	defer t.Stop()
+	var lastEnd time.Time
+	var lastTook time.Duration
 	for {
 		select {
 		case <-b.stop:
@@ -45,7 +73,22 @@ func (b *Broker) registerLoop() {
 				default:
 				}
 			}
+			// Coalesce a burst of topic changes into one registration (registerGap); an urgent
+			// trigger (triggerRegisterNow) ends the wait.
+			deadline := lastEnd.Add(b.registerGap(lastTook))
+			for !b.registerUrgent.Load() && time.Now().Before(deadline) {
+				wait := time.NewTimer(time.Until(deadline))
+				select {
+				case <-b.stop:
+					wait.Stop()
+					return
+				case <-wait.C:
+				case <-b.registerNow: // more changes, in this registration too
+				}
+				wait.Stop()
+			}
 		}
+		b.registerUrgent.Store(false)
 		if b.sd.draining.Load() {
 			continue // shutting down: unregistered, and staying so (shutdown.go)
 		}
@@ -55,7 +98,11 @@ func (b *Broker) registerLoop() {
 			t.Reset(retryDelay)
 			continue
 		}
-		if b.registerAll() {
+		start := time.Now()
+		ok := b.registerAll()
+		lastEnd = time.Now()
+		lastTook = lastEnd.Sub(start)
+		if ok {
 			t.Reset(period)
 		} else {
 			t.Reset(retryDelay)
@@ -63,10 +110,18 @@ func (b *Broker) registerLoop() {
 	}
 }
 
+// registerGap is how long after the previous registration ended a triggered one waits: the
+// metadata flush interval, or registerGapFactor times the previous registration's duration if
+// longer.
+func (b *Broker) registerGap(lastTook time.Duration) time.Duration {
+	return max(time.Duration(b.cfg.MetadataFlushIntervalMs)*time.Millisecond, registerGapFactor*lastTook)
+}
+
 // registrationBody is the topic table as the name server should see it: with
 // a broker whose permission lacks read or write, every topic carries the
-// broker's permission (how a broker is drained).
-func (b *Broker) registrationBody() []byte {
+// broker's permission (how a broker is drained). compressed reports the compressed layout:
+// with compressedRegister, or when the JSON is larger than compressRegisterAbove.
+func (b *Broker) registrationBody() (body []byte, compressed bool) {
 	w := b.topics.Wrapper()
 	perm := b.brokerPermission()
 	if !protocol.IsReadable(perm) || !protocol.IsWriteable(perm) {
@@ -74,7 +129,22 @@ func (b *Broker) registrationBody() []byte {
 			tc.Perm = perm
 		}
 	}
-	return protocol.MustEncode(protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: w, FilterServerList: []string{}})
+	rb := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: w, FilterServerList: []string{}}
+	if !b.cfg.CompressedRegister && len(w.TopicConfigTable) < compressRegisterAbove/256 {
+		// A topic is about 150-250 bytes of JSON: a table this small is not worth measuring
+		// (a few KiB over the limit, with long attributes, cost nothing).
+		return protocol.MustEncode(rb), false
+	}
+	plain := protocol.MustEncode(rb)
+	if !b.cfg.CompressedRegister && len(plain) <= compressRegisterAbove {
+		return plain, false
+	}
+	z, err := protocol.EncodeCompressedRegisterBrokerBody(&rb)
+	if err != nil {
+		b.logger.Warn("cannot compress the registration; sending it plain", "error", err)
+		return plain, false
+	}
+	return z, true
 }
 
 func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
@@ -93,8 +163,9 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 // registerAll registers with every name server in parallel and reports
 // whether all of them accepted; failures are logged.
 func (b *Broker) registerAll() bool {
-	body := b.registrationBody()
+	body, compressed := b.registrationBody()
 	h := b.identity()
+	h.Compressed = compressed
 	ext := h.ToExt()
 	ext["bodyCrc32"] = strconv.FormatInt(int64(protocol.CRC32(body)), 10)
 	var wg sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"rocketraft/broker/meta"
 	"rocketraft/broker/pop"
 	"rocketraft/fsm"
+	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -212,9 +213,13 @@ func (b *Broker) proposeMetaTimeout(op *fsm.MetaOp) error {
 
 // ensureTopic stores tc unless a topic of that name exists (%RETRY%, %DLQ% topics) and returns
 // the existing or new config. DLedger mode: only the leader creates (errNotLeaderMeta otherwise);
-// proposals are serialised by metaMu and the table is checked again under it, so concurrent
-// creations of one topic propose it once and never overwrite an admin's config.
+// proposals for one name are serialised by metaMu (namelocks.go) and the table is checked again
+// under it, so concurrent creations of one topic propose it once and never overwrite an admin's
+// config.
 func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
+	if err := message.ValidateTopic(tc.TopicName); err != nil {
+		return nil, false, fmt.Errorf("create topic: %w", err)
+	}
 	if !b.replicated() {
 		return b.topics.EnsureTopic(tc)
 	}
@@ -224,8 +229,7 @@ func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, b
 	if !b.isLeader() {
 		return nil, false, errNotLeaderMeta
 	}
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
+	defer b.metaMu.lock("topic", tc.TopicName)()
 	if old := b.topics.Get(tc.TopicName); old != nil {
 		return old, false, nil
 	}
@@ -238,6 +242,9 @@ func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, b
 // createTopicFromDefault is send-time auto-creation (meta.Topics.CreateFromDefault); in DLedger
 // mode the derived config is proposed through Raft. nil, false, nil: nothing may be created.
 func (b *Broker) createTopicFromDefault(topic, defaultTopic string, queueNums, sysFlag int32) (*protocol.TopicConfig, bool, error) {
+	if err := message.ValidateTopic(topic); err != nil {
+		return nil, false, fmt.Errorf("create topic: %w", err)
+	}
 	if !b.replicated() {
 		return b.topics.CreateFromDefault(topic, defaultTopic, queueNums, sysFlag)
 	}
@@ -256,6 +263,9 @@ func (b *Broker) createTopicFromDefault(topic, defaultTopic string, queueNums, s
 // written: a missing group is answered with the defaults it would get (not stored), and the
 // leader creates it when the consumer's heartbeat or pull reaches it.
 func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, error) {
+	if err := message.ValidateGroup(name); err != nil {
+		return nil, fmt.Errorf("subscription group: %w", err)
+	}
 	if !b.replicated() {
 		gc, _, err := b.groups.GetOrCreate(name, b.cfg.AutoCreateSubscriptionGroup)
 		return gc, err
@@ -269,8 +279,7 @@ func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, 
 	if !b.isLeader() {
 		return protocol.NewSubscriptionGroupConfig(name), nil
 	}
-	b.metaMu.Lock()
-	defer b.metaMu.Unlock()
+	defer b.metaMu.lock("group", name)()
 	if gc := b.groups.Get(name); gc != nil {
 		return gc, nil
 	}
@@ -286,6 +295,9 @@ func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, 
 // dropped (the caller forwards UPDATE_CONSUMER_OFFSET instead; the pull commit bit is ignored
 // on followers, as on a Java slave).
 func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
+	if !b.validOffsetNames(group, topic) {
+		return
+	}
 	switch {
 	case !b.replicated():
 		b.offsets.Commit(group, topic, qid, off)
@@ -301,12 +313,29 @@ func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
 // watcher caught one such step back, with no failover near it). Deliberate moves back (resets)
 // come as UPDATE_CONSUMER_OFFSET or through the broker's own reset, which still overwrite.
 func (b *Broker) commitPullOffset(group, topic string, qid int32, off int64) {
+	if !b.validOffsetNames(group, topic) {
+		return
+	}
 	switch {
 	case !b.replicated():
 		b.offsets.CommitAhead(group, topic, qid, off)
 	case b.isLeader():
 		b.offsetBatch.commitAhead(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
 	}
+}
+
+// validOffsetNames is commitOffset's last check (names.go): the request handlers refuse invalid
+// names before they get here, so one that arrives anyway is dropped with a log line.
+func (b *Broker) validOffsetNames(group, topic string) bool {
+	err := message.ValidateGroup(group)
+	if err == nil {
+		err = message.ValidateTopic(topic)
+	}
+	if err != nil {
+		b.logger.Warn("consumer offset not recorded: invalid name", "group", group, "topic", topic, "error", err)
+		return false
+	}
+	return true
 }
 
 // replicatedOffsetWait bounds how long a query waits for the commits queued before it.

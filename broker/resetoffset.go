@@ -29,6 +29,9 @@ func (b *Broker) handleResetOffset(conn *remoting.Conn, req *remoting.Command) *
 	if topic == "" || group == "" || err != nil {
 		return req.NewResponse(remoting.SystemError, "bad reset offset header: topic, group and timestamp are required")
 	}
+	if bad := b.refuseBadNames(req, groupName("group", group), topicName("topic", topic)); bad != nil {
+		return bad
+	}
 	if q := req.Ext("queueId"); q != "" && q != "-1" {
 		return req.NewResponse(remoting.SystemError, "resetting a single queue (queueId) is not supported; reset every queue of the topic by timestamp")
 	}

@@ -75,7 +75,7 @@ func (b *Broker) watchRole() {
 			}
 			b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
 			b.haRoleChanged(next) // the ready leader serves legacy HA slaves (ha.go)
-			b.triggerRegister()
+			b.triggerRegisterNow()
 		}
 	}
 }

@@ -84,6 +84,9 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if err != nil {
 		return fail(remoting.SystemError, "bad send-back header: %v", err)
 	}
+	if bad := b.refuseBadNames(req, consumerGroupName("group", h.Group)); bad != nil {
+		return bad
+	}
 	gc, err := b.groupOrCreate(h.Group)
 	if err != nil {
 		code, remark := errorCode(err)

@@ -17,7 +17,8 @@ import (
 
 // topicAttributes sets tc.Attributes from the topic's current attributes and the request's
 // modifications; a bad modification is answered with INVALID_PARAMETER. DLedger mode: the
-// caller holds metaMu, so the current config read here is the one the proposal replaces.
+// caller holds the topic's metaMu lock, so the current config read here is the one the
+// proposal replaces.
 func (b *Broker) topicAttributes(req *remoting.Command, tc *protocol.TopicConfig) *remoting.Command {
 	old := b.topics.Get(tc.TopicName)
 	var current map[string]string

@@ -128,6 +128,23 @@ type Broker struct {
 
 	// Name server registration.
 	RegisterNameServerPeriod int `prop:"registerNameServerPeriod"` // ms; default 30000
+	// CompressedRegister (RocketMQ's key): REGISTER_BROKER bodies are sent zlib-compressed
+	// (header compressed=true). Default false; a body over 1 MiB of JSON is compressed anyway.
+	CompressedRegister bool `prop:"compressedRegister"`
+
+	// Metadata at scale and the control plane without ACL (ours).
+	// MetadataFlushIntervalMs: changes to topics.json and subscriptionGroup.json within this
+	// many ms of the table's last write are coalesced into one write at most this much later
+	// (written at shutdown too), and a name-server registration triggered by a topic change
+	// waits at least this long after the previous one, so creating N topics costs O(N) in all.
+	// An isolated change is still written and registered at once. 0 = every change at once.
+	MetadataFlushIntervalMs int64 `prop:"metadataFlushIntervalMs"` // default 200
+	// AllowUnauthenticatedRaftAdmin: with aclEnable=false, the Raft membership and leadership
+	// requests (TRANSFER_RAFT_LEADER, ADD_RAFT_PEER, REMOVE_RAFT_PEER; mqadmin transferLeader,
+	// addPeer, removePeer) are refused unless this is true: anyone reaching the port could
+	// otherwise add a voter of their own, which then receives the whole log. With ACL on they
+	// need an admin account whatever this says.
+	AllowUnauthenticatedRaftAdmin bool `prop:"allowUnauthenticatedRaftAdmin"` // default false
 
 	// DLedger (Raft) mode.
 	EnableDLegerCommitLog bool   `prop:"enableDLegerCommitLog"` // default false
@@ -271,6 +288,7 @@ func NewBroker() *Broker {
 		FlushConsumerOffsetInterval:   5000,
 
 		RegisterNameServerPeriod: 30000,
+		MetadataFlushIntervalMs:  200,
 
 		GrpcServerPort: 8081,
 

@@ -30,6 +30,11 @@ type Namesrv struct {
 	AclEnable bool `prop:"aclEnable"`
 	// AclConfigFile is the plain_acl.yml-compatible accounts file (required with AclEnable).
 	AclConfigFile string `prop:"aclConfigFile"`
+	// AllowBrokerTakeover (ours): with aclEnable=false, a REGISTER_BROKER that would replace a
+	// live registration of the same broker name and id from another address (unless that
+	// address is already a member of the group: DLedger failover) and an UNREGISTER_BROKER of a
+	// live broker from another connection are refused unless this is true. Default false.
+	AllowBrokerTakeover bool `prop:"allowBrokerTakeover"`
 	// LogLevel (ours): debug | info | warn | error. Default info.
 	LogLevel string `prop:"logLevel"`
 	// LogFormat (ours): text or json (one object per line, for log shippers). Default text.

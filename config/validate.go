@@ -120,6 +120,9 @@ func (b *Broker) Validate() error {
 			add(p.key, "must be > 0, got %d", p.v)
 		}
 	}
+	if b.MetadataFlushIntervalMs < 0 || b.MetadataFlushIntervalMs > 60000 {
+		add("metadataFlushIntervalMs", "must be within 0..60000, got %d", b.MetadataFlushIntervalMs)
+	}
 	if b.HASendHeartbeatInterval > 0 && b.HASendHeartbeatInterval >= b.HAHousekeepingInterval {
 		add("haSendHeartbeatInterval", "%d ms must be below haHousekeepingInterval %d ms (an idle connection would be closed between heartbeats)", b.HASendHeartbeatInterval, b.HAHousekeepingInterval)
 	}

@@ -282,6 +282,7 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 		withProp("dLegerSnapshotThreshold", keep),
 		withProp("dLegerTrailingLogs", keep),
 		withProp("dLegerWalSegmentSizeMB", "2"),
+		withProp("allowUnauthenticatedRaftAdmin", "true"), // mqadmin addPeer/removePeer without ACL
 	}
 	ns := startNamesrv(t)
 	g := startRaftGroup(t, ns, 3, opts...)

@@ -87,7 +87,7 @@ func checkSettled(rg admin.RaftGroup, g *raftGroup, leaderAddr string) error {
 func TestMqadminRaftStatusAndTransfer(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	g := startRaftGroup(t, ns, 3)
+	g := startRaftGroup(t, ns, 3, withProp("allowUnauthenticatedRaftAdmin", "true"))
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("RaftAdmin")
 	for i := range 20 {

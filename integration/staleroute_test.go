@@ -12,7 +12,7 @@ import (
 func TestRaftGroupStaleRouteAfterTransfer(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	g := startRaftGroup(t, ns, 3)
+	g := startRaftGroup(t, ns, 3, withProp("allowUnauthenticatedRaftAdmin", "true"))
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("StaleRoute")
 	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")

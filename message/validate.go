@@ -56,3 +56,22 @@ func validNameChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c == '%' || c == '|' || c == '_' || c == '-'
 }
+
+// RetryTopic is the retry topic of a consumer group (%RETRY%<group>).
+func RetryTopic(group string) string { return RetryTopicPrefix + group }
+
+// DLQTopic is the dead-letter topic of a consumer group (%DLQ%<group>).
+func DLQTopic(group string) string { return DLQTopicPrefix + group }
+
+// ValidateConsumerGroup is ValidateGroup for a group whose %RETRY% and %DLQ% topics the broker
+// may create: the group must be valid and so must the topic names derived from it, so a group
+// that passes can never put an unusable name into the topic table.
+func ValidateConsumerGroup(name string) error {
+	if err := ValidateGroup(name); err != nil {
+		return err
+	}
+	if err := ValidateTopic(RetryTopic(name)); err != nil {
+		return fmt.Errorf("group %q gives an invalid retry topic: %w", name, err)
+	}
+	return nil
+}

@@ -56,6 +56,10 @@ func (s *Server) handleRegisterBroker(conn *remoting.Conn, req *remoting.Command
 		reg.FilterServerList = body.FilterServerList
 	}
 	res, err := s.routes.Register(reg)
+	if errors.Is(err, ErrTakeoverRefused) {
+		s.log.Warn("register broker refused", "cluster", h.ClusterName, "broker", h.BrokerName, "id", h.BrokerID, "addr", h.BrokerAddr, "remote", conn.RemoteAddr(), "reason", err)
+		return req.NewResponse(remoting.NoPermission, err.Error())
+	}
 	if errors.Is(err, ErrRegisterRefused) {
 		return req.NewResponse(remoting.SystemError, ErrRegisterRefused.Error())
 	}
@@ -92,12 +96,15 @@ func decodeRegisterBody(req *remoting.Command, compressed bool) (*protocol.Regis
 	return &body, nil
 }
 
-func (s *Server) handleUnregisterBroker(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (s *Server) handleUnregisterBroker(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var h protocol.UnregisterBrokerRequestHeader
 	if err := h.FromExt(req.ExtFields); err != nil {
 		return headerError(req, err)
 	}
-	s.routes.Unregister(BrokerID{ClusterName: h.ClusterName, BrokerName: h.BrokerName, BrokerAddr: h.BrokerAddr, ID: h.BrokerID})
+	if err := s.routes.UnregisterFrom(BrokerID{ClusterName: h.ClusterName, BrokerName: h.BrokerName, BrokerAddr: h.BrokerAddr, ID: h.BrokerID}, connID(conn)); err != nil {
+		s.log.Warn("unregister broker refused", "cluster", h.ClusterName, "broker", h.BrokerName, "id", h.BrokerID, "addr", h.BrokerAddr, "remote", conn.RemoteAddr(), "reason", err)
+		return req.NewResponse(remoting.NoPermission, err.Error())
+	}
 	s.log.Info("broker unregistered", "cluster", h.ClusterName, "broker", h.BrokerName, "id", h.BrokerID, "addr", h.BrokerAddr)
 	return req.NewResponse(remoting.Success, "")
 }

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -72,6 +73,11 @@ func (s *Server) handleRegisterTopic(_ *remoting.Conn, req *remoting.Command) *r
 	var h protocol.RegisterTopicRequestHeader
 	if err := h.FromExt(req.ExtFields); err != nil {
 		return headerError(req, err)
+	}
+	// The broker-side admin commands' validator (package message): a topic the route table stores
+	// from this request has a name a broker would accept.
+	if err := message.ValidateTopic(h.Topic); err != nil {
+		return req.NewResponse(remoting.InvalidParameter, "invalid topic: "+err.Error())
 	}
 	if len(req.Body) > 0 {
 		var route protocol.TopicRouteData

@@ -47,6 +47,8 @@ type RouteTable struct {
 	clusterAddrTable  map[string]map[string]struct{}            // cluster → brokerNames
 	brokerLiveTable   map[brokerKey]*brokerLive
 	filterServerTable map[brokerKey][]string
+
+	guardTakeover bool // takeover.go
 }
 
 // NewRouteTable returns an empty table. now may be nil (time.Now); expiry ≤ 0 means
@@ -107,6 +109,9 @@ func (t *RouteTable) Register(r Registration) (RegisterResult, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var res RegisterResult
+	if err := t.checkTakeoverLocked(r); err != nil {
+		return res, err
+	}
 	topics := r.Topics
 	if topics == nil {
 		topics = &protocol.TopicConfigSerializeWrapper{}

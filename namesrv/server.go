@@ -36,6 +36,10 @@ type Config struct {
 	HTTPAuthToken string
 	// ACL, when set, turns access control on: see acl.go.
 	ACL *acl.Store
+	// AllowBrokerTakeover turns off, without ACL, the guard that refuses a registration
+	// replacing a live broker from another address and an unregistration of a live broker from
+	// another connection (takeover.go). Without ACL and with this false the guard is on.
+	AllowBrokerTakeover bool
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -96,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 		rpc:    rpc,
 		stop:   make(chan struct{}),
 	}
+	s.routes.GuardTakeover(cfg.ACL == nil && !cfg.AllowBrokerTakeover) // takeover.go
 	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}
 	if cfg.ACL != nil {
 		rc.Intercept = s.checkACL

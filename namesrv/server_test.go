@@ -269,6 +269,10 @@ func TestServerKVAndTopicAdmin(t *testing.T) {
 	expectCode(t, registerFakeBroker(c, "b", "a:1", 0, registerBody(topic("T", 4, 6), topic("U", 1, 6))), remoting.Success)
 	route := protocol.MustEncode(&protocol.TopicRouteData{QueueDatas: []*protocol.QueueData{{BrokerName: "b", ReadQueueNums: 3, WriteQueueNums: 3, Perm: 6}}})
 	expectCode(t, c.call(remoting.RegisterTopicInNamesrv, map[string]string{"topic": "New"}, route), remoting.Success)
+	expectCode(t, c.call(remoting.RegisterTopicInNamesrv, map[string]string{"topic": "../../tmp/x"}, route), remoting.InvalidParameter)
+	if _, ok := s.Routes().Route("../../tmp/x", false); ok {
+		t.Fatal("an invalid topic name was registered")
+	}
 	if r, ok := s.Routes().Route("New", false); !ok || r.QueueDatas[0].ReadQueueNums != 3 {
 		t.Fatalf("registered topic %+v", r)
 	}

@@ -157,7 +157,7 @@ func EncodeCompressedRegisterBrokerBody(body *RegisterBrokerBody) ([]byte, error
 	put(fsJSON)
 	_ = binary.Write(&raw, binary.BigEndian, int32(0)) // no static-topic mappings
 	var out bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&out, zlib.BestCompression)
+	zw, err := zlib.NewWriterLevel(&out, zlib.BestSpeed) // sent every registration period: speed over size
 	if err != nil {
 		return nil, err
 	}

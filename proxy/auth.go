@@ -81,48 +81,74 @@ func first(md metadata.MD, key string) string {
 
 // resourcesOf lists what a request touches and the permission each needs.
 func resourcesOf(req any) []acl.Resource {
-	topic := func(r *rmqpb.Resource, need acl.Perm) acl.Resource { return acl.Topic(r.GetName(), need) }
-	group := func(r *rmqpb.Resource) acl.Resource { return acl.Group(r.GetName(), acl.Sub) }
+	names := namesOf(req)
+	out := make([]acl.Resource, 0, len(names))
+	for _, n := range names {
+		if n.group {
+			out = append(out, acl.Group(n.name, acl.Sub))
+		} else {
+			out = append(out, acl.Topic(n.name, n.need))
+		}
+	}
+	return out
+}
+
+// namedResource is one topic or group name of a request, and the permission the RPC needs on it.
+type namedResource struct {
+	name  string
+	group bool
+	need  acl.Perm
+}
+
+// namesOf lists every topic and group a request names (resourcesOf for the ACL, checkNames for
+// validation: one list, so both see the same names).
+func namesOf(req any) []namedResource {
+	topic := func(r *rmqpb.Resource, need acl.Perm) namedResource {
+		return namedResource{name: r.GetName(), need: need}
+	}
+	group := func(r *rmqpb.Resource) namedResource {
+		return namedResource{name: r.GetName(), group: true, need: acl.Sub}
+	}
 	switch r := req.(type) {
 	case *rmqpb.QueryRouteRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Any)}
+		return []namedResource{topic(r.GetTopic(), acl.Any)}
 	case *rmqpb.HeartbeatRequest:
-		return []acl.Resource{group(r.GetGroup())}
+		return []namedResource{group(r.GetGroup())}
 	case *rmqpb.NotifyClientTerminationRequest:
-		return []acl.Resource{group(r.GetGroup())}
+		return []namedResource{group(r.GetGroup())}
 	case *rmqpb.SendMessageRequest:
-		var out []acl.Resource
+		var out []namedResource
 		for _, m := range r.GetMessages() {
 			out = append(out, topic(m.GetTopic(), acl.Pub))
 		}
 		return out
 	case *rmqpb.EndTransactionRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Pub)}
+		return []namedResource{topic(r.GetTopic(), acl.Pub)}
 	case *rmqpb.RecallMessageRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Pub)}
+		return []namedResource{topic(r.GetTopic(), acl.Pub)}
 	case *rmqpb.ReceiveMessageRequest:
-		return []acl.Resource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.AckMessageRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.ChangeInvisibleDurationRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.ForwardMessageToDeadLetterQueueRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.QueryAssignmentRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.PullMessageRequest:
-		return []acl.Resource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.UpdateOffsetRequest:
-		return []acl.Resource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.GetOffsetRequest:
-		return []acl.Resource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetMessageQueue().GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.QueryOffsetRequest:
-		return []acl.Resource{topic(r.GetMessageQueue().GetTopic(), acl.Sub)}
+		return []namedResource{topic(r.GetMessageQueue().GetTopic(), acl.Sub)}
 	case *rmqpb.SyncLiteSubscriptionRequest:
-		return []acl.Resource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
+		return []namedResource{topic(r.GetTopic(), acl.Sub), group(r.GetGroup())}
 	case *rmqpb.TelemetryCommand:
 		s := r.GetSettings()
-		var out []acl.Resource
+		var out []namedResource
 		for _, t := range s.GetPublishing().GetTopics() {
 			out = append(out, topic(t, acl.Pub))
 		}

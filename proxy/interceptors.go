@@ -92,7 +92,7 @@ func (s *Server) callMetadata(ctx context.Context) metadata.MD {
 	return md
 }
 
-// unary checks the ACL, runs the RPC and records it.
+// unary checks the ACL and the names the call carries, runs the RPC and records it.
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	rpc := rpcName(info.FullMethod)
@@ -103,7 +103,11 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	if s.acl != nil {
 		remote = remoteOf(ctx) // formatting the address is measurable on every call; only ACL reads it
 	}
-	if st := s.authorize(md, remote, rpc, req); st != nil {
+	st := s.authorize(md, remote, rpc, req)
+	if st == nil {
+		st = checkNames(req) // names.go
+	}
+	if st != nil {
 		if r, ok := withStatus(info.FullMethod, st); ok {
 			resp = r
 		} else {
@@ -145,6 +149,9 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 				return err
 			}
 			if st := s.authorize(md, remote, rpc, req); st != nil {
+				return refuse(st)
+			}
+			if st := checkNames(req); st != nil {
 				return refuse(st)
 			}
 			w.pending = req
@@ -217,7 +224,11 @@ func (w *guardedStream) RecvMsg(m any) error {
 	case <-w.ctx.Done():
 		return io.EOF
 	}
-	if st := w.s.authorize(w.md, w.remote, rpcName(w.fullMethod), fresh); st != nil {
+	st := w.s.authorize(w.md, w.remote, rpcName(w.fullMethod), fresh)
+	if st == nil {
+		st = checkNames(fresh)
+	}
+	if st != nil {
 		if r, ok := withStatus(w.fullMethod, st); ok {
 			_ = w.ServerStream.SendMsg(r)
 		}

@@ -136,11 +136,18 @@ func (c *clients4) txnGroup(ids ...string) string {
 	return ""
 }
 
-// handleHeartbeat records the client and sends its heartbeat to every group's master.
+// handleHeartbeat checks the heartbeat's names, records the client and sends its heartbeat to
+// every group's master.
 func (f *front4) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var hb protocol.HeartbeatData
 	if err := protocol.Decode(req.Body, &hb); err != nil {
 		return req.NewResponse(remoting.SystemError, "proxy: bad heartbeat body: "+err.Error())
+	}
+	// The same name checks as the brokers' (protocol.HeartbeatData.ValidateNames), before the
+	// client is recorded here.
+	if err := hb.ValidateNames(); err != nil {
+		f.log.Warn("heartbeat refused: invalid name", "remote", conn.RemoteAddr(), "error", err)
+		return req.NewResponse(remoting.InvalidParameter, "proxy: invalid heartbeat: "+err.Error())
 	}
 	f.clients.put(conn, &hb, req)
 	return f.fanOutAnswer(req)

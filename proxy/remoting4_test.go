@@ -182,6 +182,14 @@ func TestFront4Forwarding(t *testing.T) {
 	if resp := call4(t, cl, fr.Addr(), remoting.NewRequest(remoting.HeartBeat, nil, []byte("{not json"))); resp.Code != remoting.SystemError {
 		t.Fatalf("bad heartbeat body: %v", resp)
 	}
+	before := len(f.received("b1"))
+	badHB := protocol.MustEncode(protocol.HeartbeatData{ClientID: "c2", ConsumerDataSet: []protocol.ConsumerData{{GroupName: "../../tmp/x"}}})
+	if resp := call4(t, cl, fr.Addr(), remoting.NewRequest(remoting.HeartBeat, nil, badHB)); resp.Code != remoting.InvalidParameter {
+		t.Fatalf("heartbeat with an invalid group: %v, want INVALID_PARAMETER", resp)
+	}
+	if n := len(f.received("b1")); n != before {
+		t.Fatalf("a refused heartbeat reached a broker (%d requests, %d before)", n, before)
+	}
 	if resp := call4(t, cl, fr.Addr(), remoting.NewRequest(remoting.UpdateBrokerConfig, nil, nil)); resp.Code != remoting.RequestCodeNotSupported {
 		t.Fatalf("unknown code: %v", resp)
 	}

@@ -27,8 +27,11 @@
 // backup is an error wrapping ErrCorrupt rather than a silently empty table.
 //
 // Topics and Groups save on every mutation (under the table lock, so files are written in
-// mutation order). A failed save leaves the in-memory change in place and returns the error; the
-// next successful save writes the whole table. Offsets are kept in memory and saved by Persist,
+// mutation order), unless SetFlushInterval set a flush interval: then a mutation within that
+// interval of the last write is coalesced with the others into one write at the interval's end
+// (saver.go), and Flush writes what is pending at shutdown. A failed save leaves the in-memory
+// change in place and returns the error (a coalesced write's is logged and retried); the next
+// successful save writes the whole table. Offsets are kept in memory and saved by Persist,
 // which the broker calls periodically and at shutdown.
 //
 // # Concurrency

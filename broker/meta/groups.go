@@ -15,17 +15,24 @@ import (
 // Groups is the broker's subscription-group table, persisted as config/subscriptionGroup.json
 // (SubscriptionGroupWrapper). The forbidden table is carried through unchanged.
 type Groups struct {
-	file jsonFile
+	file  jsonFile
+	saver *saver
 
 	mu        sync.RWMutex
 	table     map[string]*protocol.SubscriptionGroupConfig
 	forbidden map[string]map[string]int32
 	version   protocol.DataVersion
+	gen       uint64 // bumped by every change (saver)
 }
 
 // OpenGroups loads the group table at path (or its backup); a missing file gives an empty table.
 func OpenGroups(path string, logger hclog.Logger) (*Groups, error) {
 	g := &Groups{file: newJSONFile(path, logger), table: map[string]*protocol.SubscriptionGroupConfig{}, forbidden: map[string]map[string]int32{}}
+	g.saver = &saver{file: g.file, what: "subscription group table", snapshot: func() (any, uint64) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		return g.wrapperLocked(), g.gen
+	}}
 	var w protocol.SubscriptionGroupWrapper
 	found, err := g.file.load(&w)
 	if err != nil {
@@ -171,21 +178,31 @@ func (g *Groups) ReplaceAll(w protocol.SubscriptionGroupWrapper) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.table, g.forbidden, g.version = table, forbidden, w.DataVersion
-	if err := g.file.save(g.wrapperLocked()); err != nil {
+	return g.persistLocked()
+}
+
+func (g *Groups) changedLocked(now time.Time) error {
+	g.version = nextVersion(g.version, now.UnixMilli())
+	return g.persistLocked()
+}
+
+// persistLocked hands the change to the saver (written now or within the flush interval);
+// g.mu must be held for writing.
+func (g *Groups) persistLocked() error {
+	g.gen++
+	if err := g.saver.changedLocked(g.gen, func() any { return g.wrapperLocked() }); err != nil {
 		g.file.logger.Error("cannot persist subscription group table", "file", g.file.path, "error", err)
 		return err
 	}
 	return nil
 }
 
-func (g *Groups) changedLocked(now time.Time) error {
-	g.version = nextVersion(g.version, now.UnixMilli())
-	if err := g.file.save(g.wrapperLocked()); err != nil {
-		g.file.logger.Error("cannot persist subscription group table", "file", g.file.path, "error", err)
-		return err
-	}
-	return nil
-}
+// SetFlushInterval makes changes within d of the last write of subscriptionGroup.json wait for
+// one coalesced write at most d later (see saver); 0, the default, writes every change at once.
+func (g *Groups) SetFlushInterval(d time.Duration) { g.saver.setInterval(d) }
+
+// Flush writes a change still waiting for its coalesced write (call it at shutdown).
+func (g *Groups) Flush() error { return g.saver.flush() }
 
 func cloneGroup(c *protocol.SubscriptionGroupConfig) *protocol.SubscriptionGroupConfig {
 	cp := *c

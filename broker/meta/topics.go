@@ -16,11 +16,13 @@ import (
 // (TopicConfigSerializeWrapper). Every change bumps the table's DataVersion, which the name
 // server compares to decide whether to rebuild the broker's queue data.
 type Topics struct {
-	file jsonFile
+	file  jsonFile
+	saver *saver
 
 	mu         sync.RWMutex
 	table      map[string]*protocol.TopicConfig
 	version    protocol.DataVersion
+	gen        uint64 // bumped by every change (saver)
 	autoCreate bool
 }
 
@@ -28,6 +30,11 @@ type Topics struct {
 // with a fresh DataVersion.
 func OpenTopics(path string, logger hclog.Logger) (*Topics, error) {
 	t := &Topics{file: newJSONFile(path, logger), table: map[string]*protocol.TopicConfig{}, autoCreate: true}
+	t.saver = &saver{file: t.file, what: "topic table", snapshot: func() (any, uint64) {
+		t.mu.RLock()
+		defer t.mu.RUnlock()
+		return t.wrapperLocked(), t.gen
+	}}
 	var w protocol.TopicConfigSerializeWrapper
 	found, err := t.file.load(&w)
 	if err != nil {
@@ -220,11 +227,7 @@ func (t *Topics) ReplaceAll(w protocol.TopicConfigSerializeWrapper) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.table, t.version = table, w.DataVersion
-	if err := t.file.save(t.wrapperLocked()); err != nil {
-		t.file.logger.Error("cannot persist topic table", "file", t.file.path, "error", err)
-		return err
-	}
-	return nil
+	return t.persistLocked()
 }
 
 // EnsureTopic stores tc if no topic of that name exists (system topics at start, %RETRY% and
@@ -271,12 +274,26 @@ func (t *Topics) EnsureTopics(tcs []*protocol.TopicConfig, now time.Time) ([]str
 // changedLocked bumps the version and writes the file; t.mu must be held for writing.
 func (t *Topics) changedLocked(now time.Time) error {
 	t.version = nextVersion(t.version, now.UnixMilli())
-	if err := t.file.save(t.wrapperLocked()); err != nil {
+	return t.persistLocked()
+}
+
+// persistLocked hands the change to the saver (written now or within the flush interval);
+// t.mu must be held for writing.
+func (t *Topics) persistLocked() error {
+	t.gen++
+	if err := t.saver.changedLocked(t.gen, func() any { return t.wrapperLocked() }); err != nil {
 		t.file.logger.Error("cannot persist topic table", "file", t.file.path, "error", err)
 		return err
 	}
 	return nil
 }
+
+// SetFlushInterval makes changes within d of the last write of topics.json wait for one
+// coalesced write at most d later (see saver); 0, the default, writes every change at once.
+func (t *Topics) SetFlushInterval(d time.Duration) { t.saver.setInterval(d) }
+
+// Flush writes a change still waiting for its coalesced write (call it at shutdown).
+func (t *Topics) Flush() error { return t.saver.flush() }
 
 func cloneTopic(tc *protocol.TopicConfig) *protocol.TopicConfig {
 	c := *tc

@@ -41,16 +41,26 @@ func run() int {
 		}
 		logger.Info("ACL on: registrations and route/KV writes need an admin signature", "file", cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
 	}
+	if !cfg.AclEnable && !config.LoopbackOnly(cfg.ListenAddr) {
+		takeover := "refused (allowBrokerTakeover=false)"
+		if cfg.AllowBrokerTakeover {
+			takeover = "ALLOWED to anyone (allowBrokerTakeover=true)"
+		}
+		logger.Warn("SECURITY: aclEnable=false and the name server listens beyond loopback: anyone who reaches "+cfg.ListenAddr+
+			" may register brokers of their own (new broker names get a share of the routes of the topics they claim), change KV config and wipe write permissions; set aclEnable=true (README \"ACL\") or keep the port on a private network",
+			"listen", cfg.ListenAddr, "takeover_of_live_brokers", takeover)
+	}
 	srv, err := namesrv.New(namesrv.Config{
-		ACL:                store,
-		ListenAddr:         cfg.ListenAddr,
-		BrokerExpiry:       cfg.BrokerExpiryDuration(),
-		ScanInterval:       cfg.ScanInterval(),
-		KvConfigPath:       cfg.KvConfigPath,
-		OrderMessageEnable: cfg.OrderMessageEnable,
-		HTTPAddr:           cfg.HTTPAddr(),
-		HTTPAuthToken:      cfg.HTTPAuthToken,
-		Logger:             logger,
+		ACL:                 store,
+		AllowBrokerTakeover: cfg.AllowBrokerTakeover,
+		ListenAddr:          cfg.ListenAddr,
+		BrokerExpiry:        cfg.BrokerExpiryDuration(),
+		ScanInterval:        cfg.ScanInterval(),
+		KvConfigPath:        cfg.KvConfigPath,
+		OrderMessageEnable:  cfg.OrderMessageEnable,
+		HTTPAddr:            cfg.HTTPAddr(),
+		HTTPAuthToken:       cfg.HTTPAuthToken,
+		Logger:              logger,
 	})
 	if err != nil {
 		logger.Error("cannot create name server", "error", err)
