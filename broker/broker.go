@@ -364,20 +364,28 @@ func (b *Broker) Close() error {
 		if perr := b.pop.persist(); perr != nil {
 			b.logger.Error("persist POP state at shutdown", "error", perr)
 		}
+		// Coalesced table writes still pending (meta saver) are written once nothing changes the
+		// tables any more: in DLedger mode after the state machine stopped applying, in classic
+		// mode before the store (and with it the lock on its directory) is released.
 		if b.raft != nil {
 			err = b.raft.close(b.logger)
+			b.flushTables()
 		} else {
+			b.flushTables()
 			err = b.local.Close()
-		}
-		// After the state machine stopped applying: coalesced writes still pending (meta saver).
-		if ferr := b.topics.Flush(); ferr != nil {
-			b.logger.Error("persist topic table at shutdown", "error", ferr)
-		}
-		if ferr := b.groups.Flush(); ferr != nil {
-			b.logger.Error("persist subscription groups at shutdown", "error", ferr)
 		}
 	})
 	return err
+}
+
+// flushTables writes the topic and subscription-group tables' pending changes.
+func (b *Broker) flushTables() {
+	if err := b.topics.Flush(); err != nil {
+		b.logger.Error("persist topic table at shutdown", "error", err)
+	}
+	if err := b.groups.Flush(); err != nil {
+		b.logger.Error("persist subscription groups at shutdown", "error", err)
+	}
 }
 
 func (b *Broker) housekeeping() {
