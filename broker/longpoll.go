@@ -8,6 +8,23 @@ import (
 	"rocketraft/remoting"
 )
 
+// MaxSuspend caps how long a pull (suspendTimeoutMillis) or a POP (pollTime) is held waiting for
+// messages, whatever the client asks: clients ask 15 to 30 s, and a client-chosen hold of weeks
+// would keep the request, its connection's slot and its goroutine that long. A pull held to
+// the cap is answered PULL_NOT_FOUND, as at the end of any hold, and the client pulls again.
+const MaxSuspend = 60 * time.Second
+
+// capSuspend is the hold of a long poll asking for ms milliseconds.
+func capSuspend(ms int64) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case ms >= int64(MaxSuspend/time.Millisecond):
+		return MaxSuspend
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // waiter is a pull parked until a matching message arrives or it times out.
 type waiter struct {
 	conn     *remoting.Conn

@@ -120,7 +120,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := time.Duration(p.SuspendTimeoutMillis) * time.Millisecond
+		hold := capSuspend(p.SuspendTimeoutMillis)
 		if !b.cfg.LongPollingEnable {
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}

@@ -171,6 +171,23 @@ type Broker struct {
 	AccessKey     string `prop:"accessKey"`     // the broker's own access key; "" = sign nothing
 	SecretKey     string `prop:"secretKey"`     // its secret key
 
+	// TLS on the remoting port, under RocketMQ's TlsSystemConfig names (there JVM properties):
+	// tls.server.mode is disabled (default here; RocketMQ's is permissive), permissive (TLS and
+	// plaintext on the one port, told apart by the first byte) or enforcing (TLS only). A mode
+	// other than disabled needs the PEM certificate chain and key; the broker refuses to start
+	// without them. tls.enable makes the broker's own connections (to name servers, its Raft
+	// leader, its master) TLS; tls.client.authServer verifies their certificates against
+	// tls.client.trustCertPath (system roots when empty), off by default as in RocketMQ.
+	TLSServerMode          string `prop:"tls.server.mode"`          // disabled | permissive | enforcing; default disabled
+	TLSServerCertPath      string `prop:"tls.server.certPath"`      // PEM certificate (chain) the port presents
+	TLSServerKeyPath       string `prop:"tls.server.keyPath"`       // its PEM private key
+	TLSEnable              bool   `prop:"tls.enable"`               // outgoing remoting connections use TLS; default false
+	TLSClientAuthServer    bool   `prop:"tls.client.authServer"`    // verify the peer's certificate; default false
+	TLSClientTrustCertPath string `prop:"tls.client.trustCertPath"` // PEM CA(s) for that check; "" = system roots
+	// MaxConnections (ours) bounds the remoting port's open connections; one more is closed at
+	// accept with a (rate-limited) log line. Default 10000; -1 = unbounded.
+	MaxConnections int `prop:"maxConnections"`
+
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
 	// LogFormat (ours) picks the log encoding: text (hclog's line format) or json (one object
@@ -257,6 +274,8 @@ func NewBroker() *Broker {
 		LogLevel:               "info",
 		LogFormat:              "text",
 		ShutdownDrainMaxMillis: 35000,
+		TLSServerMode:          "disabled",
+		MaxConnections:         10000,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"rocketraft/acl"
+	"rocketraft/remoting"
 )
 
 // Validate checks every key and returns all problems joined (each a *KeyError naming its key),
@@ -143,6 +144,10 @@ func (b *Broker) Validate() error {
 		errs = append(errs, err)
 	}
 	b.validateACL(add)
+	validateTLS(b.TLSServerMode, b.TLSServerCertPath, b.TLSServerKeyPath, b.TLSClientAuthServer, b.TLSClientTrustCertPath, add)
+	if b.MaxConnections == 0 || b.MaxConnections < -1 {
+		add("maxConnections", "must be > 0 (or -1 for unbounded), got %d", b.MaxConnections)
+	}
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
 	}
@@ -389,5 +394,21 @@ func (b *Broker) validateACL(add func(key, format string, args ...any)) {
 		if err := acl.CheckCredentials(b.AccessKey, b.SecretKey); err != nil {
 			add("secretKey", "%v", err)
 		}
+	}
+}
+
+// validateTLS checks the tls.* keys of a remoting port: a known mode, and a certificate and
+// key whenever the mode is not disabled (whether they load is checked when the port opens).
+func validateTLS(mode, cert, key string, authServer bool, trust string, add func(key, format string, args ...any)) {
+	m, err := remoting.ParseTLSMode(mode)
+	if err != nil {
+		add("tls.server.mode", "%v", err)
+		return
+	}
+	if m != remoting.TLSDisabled && (strings.TrimSpace(cert) == "" || strings.TrimSpace(key) == "") {
+		add("tls.server.certPath", "tls.server.mode=%s needs tls.server.certPath and tls.server.keyPath", m)
+	}
+	if trust != "" && !authServer {
+		add("tls.client.trustCertPath", "is only used with tls.client.authServer=true")
 	}
 }

@@ -313,6 +313,7 @@ func startNamesrv(t testing.TB, extraArgs ...string) *namesrv {
 	for attempt := 0; attempt < 3; attempt++ {
 		ip, netns := namesrvHost()
 		addr := ip + ":" + strconv.Itoa(freePort(t))
+		noteTLSArgs(addr, extraArgs)
 		n := &namesrv{addr: addr, proc: &proc{
 			name:    "mqnamesrv",
 			bin:     filepath.Join(binDir, "mqnamesrv"),
@@ -420,6 +421,7 @@ func startBroker(t testing.TB, ns *namesrv, opts ...brokerOpt) *broker {
 		b.port = freePort(t, -2, 1)
 		b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
 		b.props["listenPort"] = strconv.Itoa(b.port)
+		b.noteTLS()
 		b.writeConfig()
 		args := []string{"-c", b.configPath}
 		for _, k := range slices.Sorted(maps.Keys(b.flags)) {

@@ -34,6 +34,11 @@ type Config struct {
 	HTTPAddr string
 	// ACL, when set, turns access control on: see acl.go.
 	ACL *acl.Store
+	// TLS is the remoting port's TLS (tls.server.mode); nil serves plaintext.
+	TLS *remoting.ServerTLS
+	// MaxConnections bounds the open remoting connections (maxConnections); 0 means
+	// remoting.DefaultMaxConnections.
+	MaxConnections int
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -94,7 +99,8 @@ func New(cfg Config) (*Server, error) {
 		rpc:    rpc,
 		stop:   make(chan struct{}),
 	}
-	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}
+	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe,
+		TLS: cfg.TLS, MaxConnections: cfg.MaxConnections}
 	if cfg.ACL != nil {
 		rc.Intercept = s.checkACL
 	}

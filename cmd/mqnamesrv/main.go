@@ -13,6 +13,7 @@ import (
 	"rocketraft/acl"
 	"rocketraft/config"
 	"rocketraft/namesrv"
+	"rocketraft/remoting"
 )
 
 func main() {
@@ -41,8 +42,15 @@ func run() int {
 		}
 		logger.Info("ACL on: registrations and route/KV writes need an admin signature", "file", cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
 	}
+	serverTLS, err := remoting.NewServerTLS(cfg.TLSServerMode, cfg.TLSServerCertPath, cfg.TLSServerKeyPath)
+	if err != nil {
+		logger.Error("cannot set up TLS on the remoting port", "error", err)
+		return 1
+	}
 	srv, err := namesrv.New(namesrv.Config{
 		ACL:                store,
+		TLS:                serverTLS,
+		MaxConnections:     cfg.MaxConnections,
 		ListenAddr:         cfg.ListenAddr,
 		BrokerExpiry:       cfg.BrokerExpiryDuration(),
 		ScanInterval:       cfg.ScanInterval(),

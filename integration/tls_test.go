@@ -1,0 +1,184 @@
+package integration
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/producer"
+
+	"rocketraft/internal/testcert"
+)
+
+// tlsAddrs are the remoting addresses started with TLS on (tls.server.mode permissive or
+// enforcing): the harness's own requests to them (readiness, routes) go over TLS.
+var tlsAddrs sync.Map
+
+// noteTLSArgs records addr as a TLS port when a name server's arguments turn TLS on.
+func noteTLSArgs(addr string, args []string) {
+	for _, a := range args {
+		if a == "--tls.server.mode=enforcing" || a == "--tls.server.mode=permissive" {
+			tlsAddrs.Store(addr, true)
+		}
+	}
+}
+
+// noteTLS records the broker's address as a TLS port when its configuration turns TLS on.
+func (b *broker) noteTLS() {
+	if m := b.props["tls.server.mode"] + b.flags["tls.server.mode"]; m == "enforcing" || m == "permissive" {
+		tlsAddrs.Store(b.addr, true)
+	}
+}
+
+// dialRemoting connects to a remoting port, through TLS when it was started with TLS.
+func dialRemoting(addr string, timeout time.Duration) (net.Conn, error) {
+	if _, ok := tlsAddrs.Load(addr); !ok {
+		return net.DialTimeout("tcp", addr, timeout)
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // test certificate
+	return d.Dial("tcp", addr)
+}
+
+// plainRequest is rawRequest over plaintext whatever the port's TLS mode.
+func plainRequest(addr string, code int, ext map[string]string) (*remotingCmd, error) {
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	return roundTrip(c, code, ext, nil)
+}
+
+// tlsArgs writes a fresh test certificate and key (ECDSA, for 127.0.0.1) for a TLS port.
+func tlsArgs(t *testing.T) (cert, key string) {
+	t.Helper()
+	cert, key, err := testcert.Write(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}
+
+// tlsBrokerOpts turn TLS on a broker's remoting port in mode, and on its own connections.
+func tlsBrokerOpts(mode, cert, key string) []brokerOpt {
+	return []brokerOpt{withProp("tls.server.mode", mode), withProp("tls.server.certPath", cert),
+		withProp("tls.server.keyPath", key), withProp("tls.enable", "true")}
+}
+
+// refusedPlaintext asserts a plaintext request to addr gets no answer: the port closes it.
+func refusedPlaintext(t *testing.T, addr string) {
+	t.Helper()
+	resp, err := plainRequest(addr, codeGetRouteInfo, map[string]string{"topic": "TBW102"})
+	if err == nil {
+		t.Fatalf("plaintext request to enforcing port %s answered code %d", addr, resp.Code)
+	}
+	if !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "reset") && !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("plaintext request to %s: %v, want the connection closed", addr, err)
+	}
+}
+
+// sendAndConsumeTLS sends n messages with the official Go client over TLS (WithTls: to the name
+// server and the brokers) and consumes them all with a TLS push consumer.
+func sendAndConsumeTLS(t *testing.T, c *cluster, topic string, n int, tlsOn bool) {
+	t.Helper()
+	p := newProducer(t, c, producer.WithTls(tlsOn))
+	want := bodies(sendSync(t, p, topic, "tls", n, nil))
+	pc := startPushConsumer(t, c, uniq("CG"), topic, consumer.MessageSelector{}, consumer.WithTls(tlsOn))
+	eventually(t, 30*time.Second, "TLS consumer receives every message", func() error {
+		if d := diffBodies(want, pc.got.snapshot()); len(d.missing) > 0 {
+			return fmt.Errorf("missing %d of %d (%s)", len(d.missing), n, d)
+		}
+		return nil
+	})
+}
+
+// Enforcing name server and broker: the official Go client sends and consumes over TLS, and
+// plaintext connections to either are closed unanswered.
+func TestTLSEnforcingGoClient(t *testing.T) {
+	t.Parallel()
+	cert, key := tlsArgs(t)
+	ns := startNamesrv(t, "--tls.server.mode=enforcing", "--tls.server.certPath="+cert, "--tls.server.keyPath="+key)
+	b := startBroker(t, ns, tlsBrokerOpts("enforcing", cert, key)...) // registers over TLS
+	c := &cluster{ns: ns, b: b}
+	sendAndConsumeTLS(t, c, uniq("TLS"), 20, true)
+	refusedPlaintext(t, ns.addr)
+	refusedPlaintext(t, b.addr)
+}
+
+// Permissive ports serve TLS and plaintext clients side by side.
+func TestTLSPermissiveServesBoth(t *testing.T) {
+	t.Parallel()
+	cert, key := tlsArgs(t)
+	ns := startNamesrv(t, "--tls.server.mode=permissive", "--tls.server.certPath="+cert, "--tls.server.keyPath="+key)
+	b := startBroker(t, ns, tlsBrokerOpts("permissive", cert, key)...)
+	c := &cluster{ns: ns, b: b}
+	topic := uniq("TLSP")
+	sendAndConsumeTLS(t, c, topic, 10, true)
+	sendAndConsumeTLS(t, c, topic, 10, false) // same topic, plaintext client
+	for _, addr := range []string{ns.addr, b.addr} {
+		if resp, err := plainRequest(addr, codeGetRouteInfo, map[string]string{"topic": topic}); err != nil {
+			t.Fatalf("plaintext request to permissive %s: %v", addr, err)
+		} else if addr == ns.addr && resp.Code != respSuccess {
+			t.Fatalf("plaintext route query: code %d %q", resp.Code, resp.Remark)
+		}
+	}
+}
+
+// A TLS port without a certificate is a start-up error, not a plaintext port.
+func TestTLSWithoutCertificateRefusesToStart(t *testing.T) {
+	t.Parallel()
+	needBinaries(t)
+	for _, bin := range []string{"mqnamesrv", "mqbroker"} {
+		dir := t.TempDir()
+		p := &proc{name: bin, bin: binDir + "/" + bin, args: []string{"--tls.server.mode=enforcing", "--listenPort=" + fmt.Sprint(freePort(t))},
+			env: []string{"HOME=" + dir}, logPath: dir + "/out.log"}
+		if bin == "mqbroker" {
+			p.args = append(p.args, "--storePathRootDir="+dir+"/store", "--namesrvAddr=127.0.0.1:1")
+		}
+		p.start(t)
+		register(t, p)
+		if err := poll(15*time.Second, func() error {
+			if p.running() {
+				return errors.New("still running")
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("%s with tls.server.mode=enforcing and no certificate kept running", bin)
+		}
+		if out := tail(p.logPath, 4000); !strings.Contains(out, "tls.server.certPath") {
+			t.Fatalf("%s exited without naming the missing certificate:\n%s", bin, out)
+		}
+	}
+}
+
+// A DLedger group in enforcing mode: members register with the enforcing name server over TLS,
+// a follower forwards a send to its leader over TLS, and the Go client sends and consumes over TLS.
+func TestTLSEnforcingDLedgerGroup(t *testing.T) {
+	t.Parallel()
+	cert, key := tlsArgs(t)
+	ns := startNamesrv(t, "--tls.server.mode=enforcing", "--tls.server.certPath="+cert, "--tls.server.keyPath="+key)
+	g := startRaftGroup(t, ns, 3, tlsBrokerOpts("enforcing", cert, key)...)
+	leader := g.waitMaster(t, 30*time.Second, nil)
+	topic := uniq("TLSG")
+	sendAndConsumeTLS(t, g.asCluster(leader), topic, 10, true)
+	var follower *broker
+	for _, b := range g.nodes {
+		if b != leader {
+			follower = b
+			break
+		}
+	}
+	resp, err := sendRaw(follower.addr, topic, 0, []byte("via-follower"), "")
+	if err != nil || resp.Code != respSuccess {
+		t.Fatalf("send to a follower (forwarded to the leader over TLS): %v %+v", err, resp)
+	}
+	refusedPlaintext(t, follower.addr)
+}
