@@ -182,3 +182,17 @@ func TestTLSEnforcingDLedgerGroup(t *testing.T) {
 	}
 	refusedPlaintext(t, follower.addr)
 }
+
+// The proxy's 4.x listener in enforcing mode, in front of an enforcing name server and broker:
+// the official Go client sends and consumes through it over TLS (the proxy's own connections use
+// TLS too), and plaintext connections to it are closed.
+func TestTLSEnforcingThroughProxy(t *testing.T) {
+	t.Parallel()
+	cert, key := tlsArgs(t)
+	ns := startNamesrv(t, "--tls.server.mode=enforcing", "--tls.server.certPath="+cert, "--tls.server.keyPath="+key)
+	b := startBroker(t, ns, tlsBrokerOpts("enforcing", cert, key)...)
+	px := startProxy4(t, ns, "--tls.server.mode=enforcing", "--tlsCertPath="+cert, "--tlsKeyPath="+key, "--tls.enable=true")
+	c := &cluster{ns: ns, b: b, via: []string{px.remoting}}
+	sendAndConsumeTLS(t, c, uniq("TLSX"), 10, true)
+	refusedPlaintext(t, px.remoting)
+}
