@@ -145,6 +145,9 @@ func (b *Broker) Validate() error {
 	}
 	b.validateACL(add)
 	validateTLS(b.TLSServerMode, b.TLSServerCertPath, b.TLSServerKeyPath, b.TLSClientAuthServer, b.TLSClientTrustCertPath, add)
+	if m, _ := remoting.ParseTLSMode(b.TLSServerMode); m == remoting.TLSEnforcing && b.EnableDLegerCommitLog && !b.TLSEnable {
+		add("tls.enable", "tls.server.mode=enforcing in DLedger mode needs tls.enable=true: members forward writes to their leader's remoting port")
+	}
 	if b.MaxConnections == 0 || b.MaxConnections < -1 {
 		add("maxConnections", "must be > 0 (or -1 for unbounded), got %d", b.MaxConnections)
 	}
