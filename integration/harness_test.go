@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", "6")
 	}
 	rlog.SetLogLevel("error")
+	if os.Getenv(tlsClientEnv) != "" { // this process is a TLS test's client (tls_test.go)
+		os.Exit(tlsClientMain())
+	}
 
 	if err := loadLabHosts(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)

@@ -1,17 +1,23 @@
 package integration
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/rocketmq-client-go/v2"
 	"github.com/apache/rocketmq-client-go/v2/consumer"
+	"github.com/apache/rocketmq-client-go/v2/primitive"
 	"github.com/apache/rocketmq-client-go/v2/producer"
 
 	"rocketraft/internal/testcert"
@@ -85,19 +91,112 @@ func refusedPlaintext(t *testing.T, addr string) {
 	}
 }
 
-// sendAndConsumeTLS sends n messages with the official Go client over TLS (WithTls: to the name
-// server and the brokers) and consumes them all with a TLS push consumer.
+// The official Go 4.x client keeps WithTls in a configuration every client of the process
+// shares by default (rocketmq-client-go's remote.DefaultRemotingClientConfig): one producer
+// made WithTls(true) turns TLS on for every later client in the process, and the other tests'
+// plaintext clients then fail. So the TLS tests run their Go clients in a child process: this
+// test binary again, with tlsClientEnv set, which TestMain hands to tlsClientMain.
+const tlsClientEnv = "RR_TLS_CLIENT"
+
+// tlsClientMain is the child's work, described by its environment: RR_TLS_CLIENT is "send" or
+// "consume", RR_TLS_NS the name servers (';'-separated), RR_TLS_TOPIC, RR_TLS_N the message
+// count, RR_TLS_ON whether to use TLS. "send" sends RR_TLS_N messages (bodies tls-<i>) with
+// SendSync; "consume" starts a push consumer of a fresh group from the first offset and waits
+// up to 30 s for the RR_TLS_N distinct bodies a "send" with the same RR_TLS_ON sent. It prints what it did and returns the exit status.
+func tlsClientMain() int {
+	ns := strings.Split(os.Getenv("RR_TLS_NS"), ";")
+	topic := os.Getenv("RR_TLS_TOPIC")
+	n, _ := strconv.Atoi(os.Getenv("RR_TLS_N"))
+	on := os.Getenv("RR_TLS_ON") == "true"
+	label := fmt.Sprintf("tls%v", on)
+	switch os.Getenv(tlsClientEnv) {
+	case "send":
+		p, err := rocketmq.NewProducer(producer.WithNameServer(ns), producer.WithGroupName(uniq("PG")),
+			producer.WithInstanceName(uniq("prod")), producer.WithRetry(2), producer.WithTls(on))
+		if err == nil {
+			err = p.Start()
+		}
+		if err != nil {
+			fmt.Println("producer:", err)
+			return 1
+		}
+		defer p.Shutdown()
+		for i := range n {
+			r, err := p.SendSync(context.Background(), primitive.NewMessage(topic, []byte(fmt.Sprintf("%s-%d", label, i))))
+			if err != nil || r.Status != primitive.SendOK {
+				fmt.Println("send", i, ":", err, r)
+				return 1
+			}
+		}
+		fmt.Printf("sent %d\n", n)
+		return 0
+	case "consume":
+		var mu sync.Mutex
+		got := map[string]bool{}
+		pc, err := rocketmq.NewPushConsumer(consumer.WithNameServer(ns), consumer.WithGroupName(uniq("CG")),
+			consumer.WithInstance(uniq("cons")), consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset), consumer.WithTls(on))
+		if err == nil {
+			err = pc.Subscribe(topic, consumer.MessageSelector{}, func(_ context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, m := range msgs {
+					if strings.HasPrefix(string(m.Body), label+"-") { // the bodies a "send" of the same RR_TLS_ON sent
+						got[string(m.Body)] = true
+					}
+				}
+				return consumer.ConsumeSuccess, nil
+			})
+		}
+		if err == nil {
+			err = pc.Start()
+		}
+		if err != nil {
+			fmt.Println("consumer:", err)
+			return 1
+		}
+		defer pc.Shutdown()
+		err = poll(30*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) < n {
+				return fmt.Errorf("consumed %d of %d", len(got), n)
+			}
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Printf("consumed %d\n", n)
+		return 0
+	}
+	fmt.Println("unknown", tlsClientEnv, "mode")
+	return 2
+}
+
+// runTLSClient runs tlsClientMain in a child process and fails the test unless it succeeds.
+func runTLSClient(t *testing.T, mode string, nameServers []string, topic string, n int, tlsOn bool) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), tlsClientEnv+"="+mode, "RR_TLS_NS="+strings.Join(nameServers, ";"),
+		"RR_TLS_TOPIC="+topic, "RR_TLS_N="+strconv.Itoa(n), "RR_TLS_ON="+strconv.FormatBool(tlsOn), "HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("Go client (%s, WithTls=%v) failed: %v\n%s", mode, tlsOn, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// sendAndConsumeTLS sends n messages with the official Go client (WithTls: TLS to the name
+// server and the brokers) and consumes them all with a push consumer made the same way.
 func sendAndConsumeTLS(t *testing.T, c *cluster, topic string, n int, tlsOn bool) {
 	t.Helper()
-	p := newProducer(t, c, producer.WithTls(tlsOn))
-	want := bodies(sendSync(t, p, topic, "tls", n, nil))
-	pc := startPushConsumer(t, c, uniq("CG"), topic, consumer.MessageSelector{}, consumer.WithTls(tlsOn))
-	eventually(t, 30*time.Second, "TLS consumer receives every message", func() error {
-		if d := diffBodies(want, pc.got.snapshot()); len(d.missing) > 0 {
-			return fmt.Errorf("missing %d of %d (%s)", len(d.missing), n, d)
-		}
-		return nil
-	})
+	sent := runTLSClient(t, "send", c.clientNameServers(), topic, n, tlsOn)
+	waitTopicRoute(t, c, topic)
+	consumed := runTLSClient(t, "consume", c.clientNameServers(), topic, n, tlsOn)
+	t.Logf("Go client (WithTls=%v) on %s: %s, %s", tlsOn, topic, sent, consumed)
 }
 
 // Enforcing name server and broker: the official Go client sends and consumes over TLS, and
@@ -108,9 +207,16 @@ func TestTLSEnforcingGoClient(t *testing.T) {
 	ns := startNamesrv(t, "--tls.server.mode=enforcing", "--tls.server.certPath="+cert, "--tls.server.keyPath="+key)
 	b := startBroker(t, ns, tlsBrokerOpts("enforcing", cert, key)...) // registers over TLS
 	c := &cluster{ns: ns, b: b}
-	sendAndConsumeTLS(t, c, uniq("TLS"), 20, true)
+	topic := uniq("TLS")
+	sendAndConsumeTLS(t, c, topic, 20, true)
 	refusedPlaintext(t, ns.addr)
 	refusedPlaintext(t, b.addr)
+	// mqadmin --tls reaches both (the name server for the route, the broker for its offsets).
+	out := runAdmin(t, c, "topicStatus", "-t", topic, "--tls")
+	if !strings.Contains(out, b.name) {
+		t.Fatalf("mqadmin --tls topicStatus does not name the broker:\n%s", out)
+	}
+	t.Logf("mqadmin --tls topicStatus:\n%s", out)
 }
 
 // Permissive ports serve TLS and plaintext clients side by side.

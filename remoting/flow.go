@@ -119,6 +119,7 @@ type flow struct {
 	pendingBytes atomic.Int64 // their frame bytes
 	queuedBytes  atomic.Int64 // bytes waiting in the write queue
 	wake         chan struct{}
+	waiting      atomic.Bool // the reader waits for room: releases must wake it
 	paused       atomic.Bool // logged once per connection
 }
 
@@ -139,17 +140,28 @@ func (c *Conn) waitRoom() bool {
 			c.logger.Info("pausing reads: the peer has too many unanswered requests or unread answers",
 				"remote", c.RemoteAddr(), "pending", c.flow.pending.Load(), "queued_bytes", c.flow.queuedBytes.Load())
 		}
+		// Announce the wait, then look again: a release between the first look and the
+		// announcement is seen here, one after it signals.
+		c.flow.waiting.Store(true)
+		if !c.full() {
+			c.flow.waiting.Store(false)
+			break
+		}
 		select {
 		case <-c.flow.wake:
 		case <-c.closed:
 			return false
 		}
+		c.flow.waiting.Store(false)
 	}
 	return true
 }
 
 // signal wakes the reader if it waits for room.
 func (c *Conn) signal() {
+	if !c.flow.waiting.Load() {
+		return
+	}
 	select {
 	case c.flow.wake <- struct{}{}:
 	default:
