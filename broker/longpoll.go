@@ -8,19 +8,17 @@ import (
 	"rocketraft/remoting"
 )
 
-// MaxSuspend caps how long a pull (suspendTimeoutMillis) or a POP (pollTime) is held waiting for
-// messages, whatever the client asks: clients ask 15 to 30 s, and a client-chosen hold of weeks
-// would keep the request, its connection's slot and its goroutine that long. A pull held to
-// the cap is answered PULL_NOT_FOUND, as at the end of any hold, and the client pulls again.
-const MaxSuspend = 60 * time.Second
-
-// capSuspend is the hold of a long poll asking for ms milliseconds.
-func capSuspend(ms int64) time.Duration {
+// capSuspend is the hold of a long poll (a pull's suspendTimeoutMillis, a POP's pollTime)
+// asking for ms milliseconds: at most maxMs (longPollingMaxMillis, 60 s by default), whatever
+// the client asks. Clients ask 15 to 30 s; a client-chosen hold of weeks would keep the request
+// and its goroutine that long. A pull held to the cap is answered PULL_NOT_FOUND, as at the end
+// of any hold, and the client pulls again.
+func capSuspend(ms, maxMs int64) time.Duration {
 	switch {
 	case ms <= 0:
 		return 0
-	case ms >= int64(MaxSuspend/time.Millisecond):
-		return MaxSuspend
+	case ms >= maxMs:
+		return time.Duration(maxMs) * time.Millisecond
 	}
 	return time.Duration(ms) * time.Millisecond
 }

@@ -120,7 +120,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := capSuspend(p.SuspendTimeoutMillis)
+		hold := capSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
 		if !b.cfg.LongPollingEnable {
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}

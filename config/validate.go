@@ -101,6 +101,7 @@ func (b *Broker) Validate() error {
 		{"maxHashSlotNum", int64(b.MaxHashSlotNum)},
 		{"maxIndexNum", int64(b.MaxIndexNum)},
 		{"shortPollingTimeMills", b.ShortPollingTimeMills},
+		{"longPollingMaxMillis", b.LongPollingMaxMillis},
 		{"clientChannelExpiredTimeout", b.ClientChannelExpiredTimeout},
 		{"flushConsumerOffsetInterval", int64(b.FlushConsumerOffsetInterval)},
 		{"registerNameServerPeriod", int64(b.RegisterNameServerPeriod)},

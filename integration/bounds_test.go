@@ -163,3 +163,32 @@ func TestFieldFloodHeadersRefusedByNameServer(t *testing.T) {
 		t.Fatalf("name server peak RSS grew by %d MiB, bound %d MiB", growth, headerFloodRSSBoundMiB)
 	}
 }
+
+// A pull asking to be held for 24.8 days (suspendTimeoutMillis = 2^31-1) on an empty queue is
+// answered PULL_NOT_FOUND once longPollingMaxMillis (here 2 s; 60 s by default) has passed.
+func TestLongPollHoldCapped(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, withProp("longPollingMaxMillis", "2000"))
+	topic := uniq("Hold")
+	if resp, err := sendRaw(c.b.addr, topic, 0, []byte("create"), ""); err != nil || resp.Code != respSuccess {
+		t.Fatalf("create the topic: %v %+v", err, resp)
+	}
+	start := time.Now()
+	resp, err := rawRequest(c.b.addr, codePullMessage, map[string]string{
+		"consumerGroup": uniq("GHold"), "topic": topic, "queueId": "0", "queueOffset": "1", "maxMsgNums": "32",
+		"sysFlag": "6", // subscription in the request, suspend
+		"commitOffset": "0", "suspendTimeoutMillis": "2147483647", "subscription": "*", "subVersion": "0",
+		"expressionType": "TAG",
+	}, nil, 20*time.Second)
+	held := time.Since(start)
+	if err != nil {
+		t.Fatalf("held pull: %v (after %v)", err, held)
+	}
+	t.Logf("a pull asking for 2147483647 ms was answered code %d after %v", resp.Code, held)
+	if resp.Code != respPullNotFound {
+		t.Fatalf("held pull answered code %d %q, want PULL_NOT_FOUND", resp.Code, resp.Remark)
+	}
+	if held < 1500*time.Millisecond || held > 10*time.Second {
+		t.Fatalf("held pull answered after %v, want about 2 s (longPollingMaxMillis)", held)
+	}
+}
