@@ -109,7 +109,7 @@ type Broker struct {
 	// LongPollingMaxMillis (ours) caps how long a pull (the client's suspendTimeoutMillis) or a
 	// POP (pollTime) is held, whatever the client asks (clients ask 15-30 s). Default 60000.
 	LongPollingMaxMillis int64 `prop:"longPollingMaxMillis"`
-	SlaveReadEnable       bool  `prop:"slaveReadEnable"`       // default false
+	SlaveReadEnable      bool  `prop:"slaveReadEnable"` // default false
 	// EnablePropertyFilter lets consumers subscribe with SQL92 expressions over message
 	// properties (RocketMQ's key); default false, as RocketMQ.
 	EnablePropertyFilter bool `prop:"enablePropertyFilter"`

@@ -176,7 +176,7 @@ func TestLongPollHoldCapped(t *testing.T) {
 	start := time.Now()
 	resp, err := rawRequest(c.b.addr, codePullMessage, map[string]string{
 		"consumerGroup": uniq("GHold"), "topic": topic, "queueId": "0", "queueOffset": "1", "maxMsgNums": "32",
-		"sysFlag": "6", // subscription in the request, suspend
+		"sysFlag":      "6", // subscription in the request, suspend
 		"commitOffset": "0", "suspendTimeoutMillis": "2147483647", "subscription": "*", "subVersion": "0",
 		"expressionType": "TAG",
 	}, nil, 20*time.Second)
