@@ -106,10 +106,10 @@ type Broker struct {
 	// Consumers and clients.
 	LongPollingEnable     bool  `prop:"longPollingEnable"`     // default true
 	ShortPollingTimeMills int64 `prop:"shortPollingTimeMills"` // pull suspend when long polling is off, ms; default 1000
+	SlaveReadEnable       bool  `prop:"slaveReadEnable"`       // default false
 	// LongPollingMaxMillis (ours) caps how long a pull (the client's suspendTimeoutMillis) or a
 	// POP (pollTime) is held, whatever the client asks (clients ask 15-30 s). Default 60000.
 	LongPollingMaxMillis int64 `prop:"longPollingMaxMillis"`
-	SlaveReadEnable      bool  `prop:"slaveReadEnable"` // default false
 	// EnablePropertyFilter lets consumers subscribe with SQL92 expressions over message
 	// properties (RocketMQ's key); default false, as RocketMQ.
 	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
