@@ -43,6 +43,9 @@ type Namesrv struct {
 	TLSServerMode     string `prop:"tls.server.mode"`
 	TLSServerCertPath string `prop:"tls.server.certPath"`
 	TLSServerKeyPath  string `prop:"tls.server.keyPath"`
+	// TLSEnable (tls.enable) makes the status page's connections to brokers (httpPort) TLS, for
+	// brokers whose remoting port enforces TLS; certificates are not verified.
+	TLSEnable bool `prop:"tls.enable"`
 	// MaxConnections (ours) bounds the open remoting connections; one more is closed at accept
 	// with a (rate-limited) log line. Default 10000; -1 = unbounded.
 	MaxConnections int `prop:"maxConnections"`

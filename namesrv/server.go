@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -36,6 +37,9 @@ type Config struct {
 	ACL *acl.Store
 	// TLS is the remoting port's TLS (tls.server.mode); nil serves plaintext.
 	TLS *remoting.ServerTLS
+	// ClientTLS (tls.enable) is the TLS of the status page's connections to brokers; nil is
+	// plaintext.
+	ClientTLS *tls.Config
 	// MaxConnections bounds the open remoting connections (maxConnections); 0 means
 	// remoting.DefaultMaxConnections.
 	MaxConnections int

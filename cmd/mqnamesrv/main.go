@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -47,7 +48,12 @@ func run() int {
 		logger.Error("cannot set up TLS on the remoting port", "error", err)
 		return 1
 	}
+	var clientTLS *tls.Config
+	if cfg.TLSEnable {
+		clientTLS, _ = remoting.NewClientTLS(false, "") // without a trust file it cannot fail
+	}
 	srv, err := namesrv.New(namesrv.Config{
+		ClientTLS:          clientTLS,
 		ACL:                store,
 		TLS:                serverTLS,
 		MaxConnections:     cfg.MaxConnections,
@@ -67,7 +73,7 @@ func run() int {
 		logger.Error("cannot start name server", "error", err)
 		return 1
 	}
-	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON\n", srv.Addr())
+	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON tls.server.mode=%s\n", srv.Addr(), cfg.TLSServerMode)
 	if a := srv.HTTPAddr(); a != "" {
 		fmt.Printf("HTTP endpoints (/metrics): http://%s\n", a)
 	}
