@@ -192,3 +192,55 @@ func TestLongPollHoldCapped(t *testing.T) {
 		t.Fatalf("held pull answered after %v, want about 2 s (longPollingMaxMillis)", held)
 	}
 }
+
+// slowFramesAllocBoundMiB bounds what the broker allocates (go_memstats_alloc_bytes_total, which
+// counts every allocation whether or not it is still live) while 200 connections announce
+// 16 MiB frames and send 1 KiB of each. Allocating the announced length up front cost 3.2 GB;
+// buffers grown as bytes arrive cost 64 KiB per connection.
+const slowFramesAllocBoundMiB = 256
+
+// Slow connections announcing 16 MiB frames cost what they sent, not what they announced.
+func TestSlowLargeFramesDoNotAllocateAnnouncedLength(t *testing.T) {
+	t.Parallel()
+	httpPort := freePort(t)
+	c := startCluster(t, withProp("httpPort", strconv.Itoa(httpPort)))
+	url := "http://127.0.0.1:" + strconv.Itoa(httpPort) + "/metrics"
+	allocated := func() float64 {
+		t.Helper()
+		ss, err := scrapeMetrics(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := find(ss, "go_memstats_alloc_bytes_total", nil)
+		if len(s) != 1 {
+			t.Fatalf("go_memstats_alloc_bytes_total: %d samples", len(s))
+		}
+		return s[0].value
+	}
+	before := allocated()
+	const conns = 200
+	head := make([]byte, 8, 8+1024)
+	binary.BigEndian.PutUint32(head, 16<<20-4)
+	binary.BigEndian.PutUint32(head[4:], 2) // a JSON header of 2 bytes
+	head = append(head, '{', '}')
+	head = append(head, make([]byte, 1022)...)
+	for range conns {
+		nc, err := net.Dial("tcp", c.b.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		if _, err := nc.Write(head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second) // let the broker read what was sent
+	if _, err := rawRequest(c.b.addr, codeGetMaxOffset, map[string]string{"topic": "TBW102", "queueId": "0"}, nil, 5*time.Second); err != nil {
+		t.Fatalf("another client was not served: %v", err)
+	}
+	grew := (allocated() - before) / (1 << 20)
+	t.Logf("%d connections announcing 16 MiB and sending 1 KiB: the broker allocated %.1f MiB meanwhile (bound %d MiB)", conns, grew, slowFramesAllocBoundMiB)
+	if grew > slowFramesAllocBoundMiB {
+		t.Fatalf("the broker allocated %.1f MiB for %d slow frames, bound %d MiB", grew, conns, slowFramesAllocBoundMiB)
+	}
+}
