@@ -249,3 +249,52 @@ func newWaiter(b *budget) error {
 	b.wait = 5 * time.Second
 	return b.acquire(512<<10, nil)
 }
+
+// On a server whose read budget is taken by a frame still arriving, another connection's frame
+// waits for budget up to ReadBudgetWait and is then closed; once the budget is free again,
+// frames are read as before.
+func TestReadBudgetClosesWaitingConnection(t *testing.T) {
+	const budget = 128 << 10
+	s := startServer(t, func(s *Server) {
+		s.cfg.MaxFrameSize = budget
+		s.cfg.ReadBudget = budget
+		s.cfg.ReadBudgetWait = 300 * time.Millisecond
+		s.budget = newBudget(budget, s.cfg.ReadBudgetWait)
+		s.Handle(10, echo)
+	})
+	big, _ := Encode(&Command{Code: 10, Body: make([]byte, budget-1024)})
+	hog, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hog.Write(big[:len(big)-10]); err != nil { // all but the end: the budget stays taken
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	other, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := other.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	_ = other.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ReadFrame(other, DefaultMaxFrameSize); err == nil || errors.Is(err, errTimeout(err)) {
+		t.Fatalf("a frame without budget: %v, want its connection closed", err)
+	}
+	_ = hog.Close() // frees the budget
+	time.Sleep(100 * time.Millisecond)
+	third, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if _, err := third.Write(big); err != nil {
+		t.Fatal(err)
+	}
+	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := ReadFrame(third, DefaultMaxFrameSize); err != nil {
+		t.Fatalf("after the budget was freed: %v", err)
+	}
+}
