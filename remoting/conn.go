@@ -556,8 +556,10 @@ func worker(t task) {
 func (c *Conn) logReadError(err error) {
 	var ne net.Error
 	switch {
-	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame), errors.Is(err, ErrHeaderTooLarge), errors.Is(err, ErrBudgetExhausted):
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame), errors.Is(err, ErrHeaderTooLarge):
 		c.logger.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "error", err)
+	case errors.Is(err, ErrBudgetExhausted):
+		c.logger.Warn("closing connection: the server is reading too many bytes at once", "remote", c.RemoteAddr(), "error", err)
 	case errors.As(err, &ne) && ne.Timeout():
 		c.logger.Info("closing idle connection", "remote", c.RemoteAddr(), "idle", c.idle)
 	default:
