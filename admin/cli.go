@@ -85,6 +85,7 @@ type globalOptions struct {
 	namesrv string
 	output  string
 	timeout time.Duration
+	tls     bool
 }
 
 func commonFlags(g *globalOptions) *pflag.FlagSet {
@@ -92,6 +93,7 @@ func commonFlags(g *globalOptions) *pflag.FlagSet {
 	fs.StringVarP(&g.namesrv, "namesrvAddr", "n", "", "name server address list, 'host:port;host:port' (default $NAMESRV_ADDR)")
 	fs.StringVarP(&g.output, "output", "o", FormatTable, "output format: table or json")
 	fs.DurationVar(&g.timeout, "timeout", DefaultTimeout, "bound on each remote call")
+	fs.BoolVar(&g.tls, "tls", false, "connect over TLS (ports with tls.server.mode permissive or enforcing; certificates are not verified)")
 	return fs
 }
 
@@ -170,7 +172,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// Credentials come from the environment, never from flags (which other users can see).
 	t := New(Config{NamesrvAddrs: ParseNamesrvAddrs(g.namesrv), Timeout: g.timeout, Format: g.output, Out: stdout, Err: stderr,
-		AccessKey: os.Getenv(EnvAccessKey), SecretKey: os.Getenv(EnvSecretKey)})
+		AccessKey: os.Getenv(EnvAccessKey), SecretKey: os.Getenv(EnvSecretKey), TLS: g.tls})
 	defer t.Close()
 	if err := run(ctx, t); err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", name, err)

@@ -40,6 +40,9 @@ type Config struct {
 	// AccessKey and SecretKey sign every request (brokers and name servers with aclEnable);
 	// empty means unsigned. Admin commands need an admin account.
 	AccessKey, SecretKey string
+	// TLS connects to name servers and brokers over TLS without verifying their certificates,
+	// as RocketMQ's tools do with tls.enable (for ports with tls.server.mode on).
+	TLS bool
 }
 
 // Tool runs admin commands against name servers and brokers.
@@ -66,6 +69,9 @@ func New(cfg Config) *Tool {
 		cfg.Location = time.Local
 	}
 	cc := remoting.ClientConfig{DialTimeout: cfg.Timeout}
+	if cfg.TLS {
+		cc.TLS, _ = remoting.NewClientTLS(false, "") // without a trust file it cannot fail
+	}
 	if cfg.AccessKey != "" {
 		cc.BeforeRequest = func(req *remoting.Command) {
 			if req.ExtFields == nil {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -62,6 +63,10 @@ type Broker struct {
 	longPoll *longPoll
 	server   *remoting.Server
 	nsClient *remoting.Client
+	// serverTLS and clientTLS are the remoting port's TLS and that of the broker's own
+	// connections (tls.go); nil when off.
+	serverTLS *remoting.ServerTLS
+	clientTLS *tls.Config
 	// DLedger mode: writes a follower forwards to the leader go through fwdClient, to the
 	// address leaderAddrs learned.
 	fwdClient   *remoting.Client
@@ -178,12 +183,15 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return gc == nil || gc.NotifyConsumerIdsChangedEnable
 		},
 	})
+	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
+		return nil, err
+	}
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook()})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
-		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook()})
+		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 		b.offsetBatch = newOffsetBatcher(func(ctx context.Context, offs []fsm.OffsetCommit) error {
 			return b.proposeMeta(ctx, &fsm.MetaOp{Op: fsm.OpCommitOffsets, Offsets: offs})
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
@@ -263,11 +271,13 @@ func (b *Broker) Start() error {
 	b.warnPeerSecurity() // peerlinks.go
 	addr := net.JoinHostPort(listenHost(b.cfg.BrokerIP1), strconv.Itoa(b.cfg.ListenPort))
 	sc := remoting.ServerConfig{
-		Addr:        addr,
-		Logger:      b.logger.Named("remoting"),
-		IdleTimeout: 120 * time.Second,
-		OnRequest:   b.observe,   // shutdown.go: metrics and the in-flight count
-		Intercept:   b.intercept, // shutdown.go: ACL, and the sends a shutdown drains
+		Addr:           addr,
+		Logger:         b.logger.Named("remoting"),
+		IdleTimeout:    120 * time.Second,
+		OnRequest:      b.observe,   // shutdown.go: metrics and the in-flight count
+		Intercept:      b.intercept, // shutdown.go: ACL, and the sends a shutdown drains
+		TLS:            b.serverTLS,
+		MaxConnections: b.cfg.MaxConnections,
 	}
 	b.server = remoting.NewServer(sc)
 	b.registerHandlers(b.server)

@@ -198,7 +198,7 @@ func (s haSource) ReadCommitLog(offset int64, maxBytes int) ([]byte, error) {
 // startHAClient starts following the master and copying its metadata.
 func (b *Broker) startHAClient() {
 	b.ha.syncNow = make(chan struct{}, 1)
-	b.ha.metaClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.Named("slave-sync")})
+	b.ha.metaClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.Named("slave-sync"), TLS: b.clientTLS})
 	client := ha.NewClient(ha.ClientConfig{
 		MasterAddr: func() string {
 			if b.cfg.HAMasterAddress != "" {

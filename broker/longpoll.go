@@ -8,6 +8,21 @@ import (
 	"rocketraft/remoting"
 )
 
+// capSuspend is the hold of a long poll (a pull's suspendTimeoutMillis, a POP's pollTime)
+// asking for ms milliseconds: at most maxMs (longPollingMaxMillis, 60 s by default), whatever
+// the client asks. Clients ask 15 to 30 s; a client-chosen hold of weeks would keep the request
+// and its goroutine that long. A pull held to the cap is answered PULL_NOT_FOUND, as at the end
+// of any hold, and the client pulls again.
+func capSuspend(ms, maxMs int64) time.Duration {
+	switch {
+	case ms <= 0:
+		return 0
+	case ms >= maxMs:
+		return time.Duration(maxMs) * time.Millisecond
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // waiter is a pull parked until a matching message arrives or it times out.
 type waiter struct {
 	conn     *remoting.Conn

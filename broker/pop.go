@@ -161,7 +161,7 @@ func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *r
 	if resp.Code != remoting.PullNotFound || p.pollTime == 0 {
 		return resp
 	}
-	hold := time.Duration(p.pollTime) * time.Millisecond
+	hold := capSuspend(p.pollTime, b.cfg.LongPollingMaxMillis)
 	if req.Ext(extForwarded) != "" {
 		hold = min(hold, popForwardedPollLimit)
 	}

@@ -123,7 +123,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := time.Duration(p.SuspendTimeoutMillis) * time.Millisecond
+		hold := capSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
 		if !b.cfg.LongPollingEnable {
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}

@@ -117,6 +117,9 @@ type Broker struct {
 	LongPollingEnable     bool  `prop:"longPollingEnable"`     // default true
 	ShortPollingTimeMills int64 `prop:"shortPollingTimeMills"` // pull suspend when long polling is off, ms; default 1000
 	SlaveReadEnable       bool  `prop:"slaveReadEnable"`       // default false
+	// LongPollingMaxMillis (ours) caps how long a pull (the client's suspendTimeoutMillis) or a
+	// POP (pollTime) is held, whatever the client asks (clients ask 15-30 s). Default 60000.
+	LongPollingMaxMillis int64 `prop:"longPollingMaxMillis"`
 	// EnablePropertyFilter lets consumers subscribe with SQL92 expressions over message
 	// properties (RocketMQ's key); default false, as RocketMQ.
 	EnablePropertyFilter bool `prop:"enablePropertyFilter"`
@@ -205,6 +208,22 @@ type Broker struct {
 	// peerSecretFile (preferred) names a file holding it, trimmed. Both empty: off.
 	PeerSecret     string `prop:"peerSecret"`
 	PeerSecretFile string `prop:"peerSecretFile"`
+	// TLS on the remoting port, under RocketMQ's TlsSystemConfig names (there JVM properties):
+	// tls.server.mode is disabled (default here; RocketMQ's is permissive), permissive (TLS and
+	// plaintext on the one port, told apart by the first byte) or enforcing (TLS only). A mode
+	// other than disabled needs the PEM certificate chain and key; the broker refuses to start
+	// without them. tls.enable makes the broker's own connections (to name servers, its Raft
+	// leader, its master) TLS; tls.client.authServer verifies their certificates against
+	// tls.client.trustCertPath (system roots when empty), off by default as in RocketMQ.
+	TLSServerMode          string `prop:"tls.server.mode"`          // disabled | permissive | enforcing; default disabled
+	TLSServerCertPath      string `prop:"tls.server.certPath"`      // PEM certificate (chain) the port presents
+	TLSServerKeyPath       string `prop:"tls.server.keyPath"`       // its PEM private key
+	TLSEnable              bool   `prop:"tls.enable"`               // outgoing remoting connections use TLS; default false
+	TLSClientAuthServer    bool   `prop:"tls.client.authServer"`    // verify the peer's certificate; default false
+	TLSClientTrustCertPath string `prop:"tls.client.trustCertPath"` // PEM CA(s) for that check; "" = system roots
+	// MaxConnections (ours) bounds the remoting port's open connections; one more is closed at
+	// accept with a (rate-limited) log line. Default 10000; -1 = unbounded.
+	MaxConnections int `prop:"maxConnections"`
 
 	// Ours.
 	LogLevel string `prop:"logLevel"` // debug | info | warn | error; default info
@@ -284,6 +303,7 @@ func NewBroker() *Broker {
 		IoUringEnable:                 true,
 		AccessMessageInMemoryMaxRatio: 40,
 		ShortPollingTimeMills:         1000,
+		LongPollingMaxMillis:          60000,
 		ClientChannelExpiredTimeout:   120000,
 		FlushConsumerOffsetInterval:   5000,
 
@@ -295,6 +315,8 @@ func NewBroker() *Broker {
 		LogLevel:               "info",
 		LogFormat:              "text",
 		ShutdownDrainMaxMillis: 35000,
+		TLSServerMode:          "disabled",
+		MaxConnections:         10000,
 	}
 }
 

@@ -48,6 +48,18 @@ type Namesrv struct {
 	// HTTPAuthToken (ours), when set, is required on /metrics and /cluster as
 	// "Authorization: Bearer <token>". Default "" = none.
 	HTTPAuthToken string `prop:"httpAuthToken"`
+	// TLS on the remoting port, as the broker's keys (RocketMQ's TlsSystemConfig names):
+	// tls.server.mode disabled (default) | permissive | enforcing, with the PEM certificate and
+	// key; the name server refuses to start with TLS on and no certificate.
+	TLSServerMode     string `prop:"tls.server.mode"`
+	TLSServerCertPath string `prop:"tls.server.certPath"`
+	TLSServerKeyPath  string `prop:"tls.server.keyPath"`
+	// TLSEnable (tls.enable) makes the status page's connections to brokers (httpPort) TLS, for
+	// brokers whose remoting port enforces TLS; certificates are not verified.
+	TLSEnable bool `prop:"tls.enable"`
+	// MaxConnections (ours) bounds the open remoting connections; one more is closed at accept
+	// with a (rate-limited) log line. Default 10000; -1 = unbounded.
+	MaxConnections int `prop:"maxConnections"`
 }
 
 // NewNamesrv returns a Namesrv holding the defaults.
@@ -64,6 +76,8 @@ func NewNamesrv() *Namesrv {
 		LogLevel:                    "info",
 		LogFormat:                   "text",
 		HTTPBindAddress:             "127.0.0.1",
+		TLSServerMode:               "disabled",
+		MaxConnections:              10000,
 	}
 }
 
@@ -121,6 +135,12 @@ func (n *Namesrv) Validate() error {
 	}
 	if n.AclEnable && n.AclConfigFile == "" {
 		errs = append(errs, keyErr("aclConfigFile", "aclEnable=true needs the accounts file (plain_acl.yml format)"))
+	}
+	validateTLS(n.TLSServerMode, n.TLSServerCertPath, n.TLSServerKeyPath, false, "", func(key, format string, args ...any) {
+		errs = append(errs, keyErr(key, format, args...))
+	})
+	if n.MaxConnections == 0 || n.MaxConnections < -1 {
+		errs = append(errs, keyErr("maxConnections", "must be > 0 (or -1 for unbounded), got %d", n.MaxConnections))
 	}
 	if !validLogFormat(n.LogFormat) {
 		errs = append(errs, keyErr("logFormat", "must be text or json, got %q", n.LogFormat))

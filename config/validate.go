@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"rocketraft/acl"
+	"rocketraft/remoting"
 )
 
 // Validate checks every key and returns all problems joined (each a *KeyError naming its key),
@@ -104,6 +105,7 @@ func (b *Broker) Validate() error {
 		{"maxHashSlotNum", int64(b.MaxHashSlotNum)},
 		{"maxIndexNum", int64(b.MaxIndexNum)},
 		{"shortPollingTimeMills", b.ShortPollingTimeMills},
+		{"longPollingMaxMillis", b.LongPollingMaxMillis},
 		{"clientChannelExpiredTimeout", b.ClientChannelExpiredTimeout},
 		{"flushConsumerOffsetInterval", int64(b.FlushConsumerOffsetInterval)},
 		{"registerNameServerPeriod", int64(b.RegisterNameServerPeriod)},
@@ -152,6 +154,13 @@ func (b *Broker) Validate() error {
 	b.validateACL(add)
 	if _, err := b.PeerKey(); err != nil {
 		add("peerSecret", "%v", err)
+	}
+	validateTLS(b.TLSServerMode, b.TLSServerCertPath, b.TLSServerKeyPath, b.TLSClientAuthServer, b.TLSClientTrustCertPath, add)
+	if m, _ := remoting.ParseTLSMode(b.TLSServerMode); m == remoting.TLSEnforcing && b.EnableDLegerCommitLog && !b.TLSEnable {
+		add("tls.enable", "tls.server.mode=enforcing in DLedger mode needs tls.enable=true: members forward writes to their leader's remoting port")
+	}
+	if b.MaxConnections == 0 || b.MaxConnections < -1 {
+		add("maxConnections", "must be > 0 (or -1 for unbounded), got %d", b.MaxConnections)
 	}
 	if !validLogLevel(b.LogLevel) {
 		add("logLevel", "must be debug, info, warn or error, got %q", b.LogLevel)
@@ -411,4 +420,20 @@ func checkBindAddress(a string) error {
 		return fmt.Errorf("must be an IP address (127.0.0.1, 0.0.0.0, ::), got %q", a)
 	}
 	return nil
+}
+
+// validateTLS checks the tls.* keys of a remoting port: a known mode, and a certificate and
+// key whenever the mode is not disabled (whether they load is checked when the port opens).
+func validateTLS(mode, cert, key string, authServer bool, trust string, add func(key, format string, args ...any)) {
+	m, err := remoting.ParseTLSMode(mode)
+	if err != nil {
+		add("tls.server.mode", "%v", err)
+		return
+	}
+	if m != remoting.TLSDisabled && (strings.TrimSpace(cert) == "" || strings.TrimSpace(key) == "") {
+		add("tls.server.certPath", "tls.server.mode=%s needs tls.server.certPath and tls.server.keyPath", m)
+	}
+	if trust != "" && !authServer {
+		add("tls.client.trustCertPath", "is only used with tls.client.authServer=true")
+	}
 }

@@ -78,6 +78,7 @@ func (b *broker) launch(t testing.TB, dir string, opts ...brokerOpt) *broker {
 	for _, o := range opts {
 		o(b)
 	}
+	b.noteTLS()
 	b.writeConfig()
 	b.proc = &proc{
 		name:    fmt.Sprintf("mqbroker %s/%s", b.name, b.props["dLegerSelfId"]),

@@ -43,6 +43,9 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", "6")
 	}
 	rlog.SetLogLevel("error")
+	if os.Getenv(tlsClientEnv) != "" { // this process is a TLS test's client (tls_test.go)
+		os.Exit(tlsClientMain())
+	}
 
 	if err := loadLabHosts(); err != nil {
 		fmt.Fprintln(os.Stderr, "integration:", err)
@@ -313,6 +316,7 @@ func startNamesrv(t testing.TB, extraArgs ...string) *namesrv {
 	for attempt := 0; attempt < 3; attempt++ {
 		ip, netns := namesrvHost()
 		addr := ip + ":" + strconv.Itoa(freePort(t))
+		noteTLSArgs(addr, extraArgs)
 		n := &namesrv{addr: addr, proc: &proc{
 			name:    "mqnamesrv",
 			bin:     filepath.Join(binDir, "mqnamesrv"),
@@ -420,6 +424,7 @@ func startBroker(t testing.TB, ns *namesrv, opts ...brokerOpt) *broker {
 		b.port = freePort(t, -2, 1)
 		b.addr = "127.0.0.1:" + strconv.Itoa(b.port)
 		b.props["listenPort"] = strconv.Itoa(b.port)
+		b.noteTLS()
 		b.writeConfig()
 		args := []string{"-c", b.configPath}
 		for _, k := range slices.Sorted(maps.Keys(b.flags)) {

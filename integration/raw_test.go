@@ -169,7 +169,7 @@ func decodeBinaryHeader(h []byte, cmd *remotingCmd) error {
 
 // rawRequest dials addr, sends one request and returns the response with the same opaque.
 func rawRequest(addr string, code int, ext map[string]string, body []byte, timeout time.Duration) (*remotingCmd, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	c, err := dialRemoting(addr, timeout) // TLS to ports started with it (tls_test.go)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package namesrv
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -40,6 +41,14 @@ type Config struct {
 	// replacing a live broker from another address and an unregistration of a live broker from
 	// another connection (takeover.go). Without ACL and with this false the guard is on.
 	AllowBrokerTakeover bool
+	// TLS is the remoting port's TLS (tls.server.mode); nil serves plaintext.
+	TLS *remoting.ServerTLS
+	// ClientTLS (tls.enable) is the TLS of the status page's connections to brokers; nil is
+	// plaintext.
+	ClientTLS *tls.Config
+	// MaxConnections bounds the open remoting connections (maxConnections); 0 means
+	// remoting.DefaultMaxConnections.
+	MaxConnections int
 	// Logger; nil discards logs.
 	Logger hclog.Logger
 	// Now is the clock (tests); nil means time.Now.
@@ -101,7 +110,8 @@ func New(cfg Config) (*Server, error) {
 		stop:   make(chan struct{}),
 	}
 	s.routes.GuardTakeover(cfg.ACL == nil && !cfg.AllowBrokerTakeover) // takeover.go
-	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe}
+	rc := remoting.ServerConfig{Addr: cfg.ListenAddr, Logger: cfg.Logger.Named("remoting"), OnRequest: rpc.Observe,
+		TLS: cfg.TLS, MaxConnections: cfg.MaxConnections}
 	if cfg.ACL != nil {
 		rc.Intercept = s.checkACL
 	}

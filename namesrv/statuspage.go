@@ -58,7 +58,7 @@ type statusPage struct {
 
 func newStatusPage(s *Server) *statusPage {
 	return &statusPage{s: s, client: remoting.NewClient(remoting.ClientConfig{
-		DialTimeout: statusCallTimeout, Logger: s.log.Named("statuspage"),
+		DialTimeout: statusCallTimeout, Logger: s.log.Named("statuspage"), TLS: s.cfg.ClientTLS,
 	})}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"rocketraft/acl"
 	"rocketraft/config"
+	"rocketraft/remoting"
 )
 
 // Config is one proxy's configuration. The `prop` tags are the keys of rmq-proxy.json (Apache
@@ -31,6 +32,20 @@ type Config struct {
 	// served on the same port.
 	TLSCertPath string `prop:"tlsCertPath"`
 	TLSKeyPath  string `prop:"tlsKeyPath"`
+	// TLSServerMode (RocketMQ's tls.server.mode) is the remoting listener's TLS: disabled
+	// (default), permissive (TLS and plaintext on one port) or enforcing (TLS only), with the
+	// certificate of tlsCertPath/tlsKeyPath, which must then be set (no self-signed fallback).
+	// Enforcing also closes plaintext connections to the gRPC port.
+	TLSServerMode string `prop:"tls.server.mode"`
+	// TLSEnable (RocketMQ's tls.enable) makes the proxy's connections to name servers and
+	// brokers TLS; TLSClientAuthServer verifies their certificates against
+	// TLSClientTrustCertPath (system roots when empty).
+	TLSEnable              bool   `prop:"tls.enable"`
+	TLSClientAuthServer    bool   `prop:"tls.client.authServer"`
+	TLSClientTrustCertPath string `prop:"tls.client.trustCertPath"`
+	// MaxConnections (ours) bounds the remoting listener's open connections (default 10000;
+	// -1 unbounded).
+	MaxConnections int `prop:"maxConnections"`
 	// GrpcShutdownTimeSeconds bounds a graceful stop: calls in flight get this long to finish
 	// (default 30), then the rest are cut.
 	GrpcShutdownTimeSeconds int `prop:"grpcShutdownTimeSeconds"`
@@ -72,7 +87,7 @@ func DefaultConfig() Config {
 	return Config{
 		RocketMQClusterName: "DefaultCluster", GrpcServerPort: 8081, ListenHost: "0.0.0.0", RemotingListenPort: 8080,
 		GrpcShutdownTimeSeconds: 30, MetricsExporterType: MetricsDisable, MetricsPromExporterPort: 5557,
-		LogLevel: "info", LogFormat: "text",
+		LogLevel: "info", LogFormat: "text", TLSServerMode: remoting.TLSDisabled, MaxConnections: remoting.DefaultMaxConnections,
 		RouteTTL: 3 * time.Second, SendTimeout: 3 * time.Second,
 	}
 }
@@ -107,6 +122,17 @@ func (c *Config) Validate() error {
 	}
 	if (c.TLSCertPath == "") != (c.TLSKeyPath == "") {
 		return bad("tlsKeyPath", "tlsCertPath and tlsKeyPath go together")
+	}
+	mode, err := remoting.ParseTLSMode(c.TLSServerMode)
+	if err != nil {
+		return bad("tls.server.mode", "%v", err)
+	}
+	c.TLSServerMode = mode
+	if mode != remoting.TLSDisabled && c.TLSCertPath == "" {
+		return bad("tlsCertPath", "tls.server.mode=%s needs tlsCertPath and tlsKeyPath", mode)
+	}
+	if c.MaxConnections == 0 || c.MaxConnections < -1 {
+		return bad("maxConnections", "must be > 0 (or -1 for unbounded), got %d", c.MaxConnections)
 	}
 	if c.GrpcShutdownTimeSeconds < 0 {
 		return bad("grpcShutdownTimeSeconds", "must be >= 0, got %d", c.GrpcShutdownTimeSeconds)

@@ -45,19 +45,23 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	if cfg.RemotingListenPort < 0 {
 		return nil, nil
 	}
+	serverTLS, clientTLS, err := cfg.remotingTLS()
+	if err != nil {
+		return nil, err
+	}
 	f := &front4{cfg: cfg, log: log, stop: make(chan struct{})}
 	f.clients = newClients4()
 	m := &messaging{cfg: cfg, log: log, clients: newClientRegistry(), stopping: f.stop}
 	var leaders *leaderBook
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"), Handlers: f.brokerCallbacks(),
-		OnConnClose: func(addr string) { f.clients.connLost(); leaders.lost(addr) }}
+		OnConnClose: func(addr string) { f.clients.connLost(); leaders.lost(addr) }, TLS: clientTLS}
 	m.cl = remoting.NewClient(rc)
 	// The proxy's own questions to the name servers (routes, the cluster table) are signed with
 	// its account when it has one; what clients send is passed on with their own signature, on
 	// m.cl, which signs nothing.
-	own := remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv")})
+	own := remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS})
 	if cfg.AccessKey != "" {
-		own = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), BeforeRequest: func(req *remoting.Command) {
+		own = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS, BeforeRequest: func(req *remoting.Command) {
 			if req.ExtFields == nil {
 				req.ExtFields = map[string]string{}
 			}
@@ -71,8 +75,10 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	f.m = m
 	f.cluster = &clusterCache{cfg: cfg, cl: own, leaders: leaders}
 	f.srv = remoting.NewServer(remoting.ServerConfig{
-		Addr:   net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.RemotingListenPort)),
-		Logger: log.Named("remoting-server"),
+		Addr:           net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.RemotingListenPort)),
+		Logger:         log.Named("remoting-server"),
+		TLS:            serverTLS,
+		MaxConnections: cfg.MaxConnections,
 	})
 	f.register()
 	f.srv.OnDisconnect(f.clientGone)
@@ -82,7 +88,7 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 		return nil, fmt.Errorf("remotingListenPort %d: %w", cfg.RemotingListenPort, err)
 	}
 	go f.heartbeatFollower()
-	log.Info("proxy serving RocketMQ 4.x remoting clients", "addr", f.srv.Addr())
+	log.Info("proxy serving RocketMQ 4.x remoting clients", "addr", f.srv.Addr(), "tls.server.mode", cfg.TLSServerMode)
 	return f, nil
 }
 

@@ -177,6 +177,9 @@ func (f *front4) handleAnyGroup(_ *remoting.Conn, req *remoting.Command) *remoti
 	return last
 }
 
+// maxPullSuspend caps a 4.x client's suspendTimeoutMillis, as the broker does.
+const maxPullSuspend = 60 * time.Second
+
 // handlePull sends a pull to the group's master without waiting for it: the answer goes back
 // from the connection's read goroutine when the broker gives it.
 func (f *front4) handlePull(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -184,7 +187,12 @@ func (f *front4) handlePull(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "proxy: "+err.Error())
 	}
-	suspend := time.Duration(req.ExtInt64Or("suspendTimeoutMillis", 0)) * time.Millisecond
+	// Capped as the broker caps it (broker/longpoll.go), so a client cannot hold the proxy's
+	// call (and its deadline) open for weeks.
+	suspend := maxPullSuspend
+	if ms := req.ExtInt64Or("suspendTimeoutMillis", 0); ms < int64(maxPullSuspend/time.Millisecond) {
+		suspend = time.Duration(max(ms, 0)) * time.Millisecond
+	}
 	deadline := time.Now().Add(suspend + f.cfg.SendTimeout)
 	f.pullAt(conn.Defer(req), req, bname, deadline, 1)
 	return nil

@@ -65,6 +65,11 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		s.stop()
 		return nil, err
 	}
+	_, clientTLS, err := cfg.remotingTLS()
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.GrpcServerPort)))
 	if err != nil {
 		s.stop()
@@ -88,7 +93,7 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	var leaders *leaderBook
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"),
 		Handlers:    map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction},
-		OnConnClose: func(addr string) { leaders.lost(addr) }}
+		OnConnClose: func(addr string) { leaders.lost(addr) }, TLS: clientTLS}
 	if cfg.AccessKey != "" {
 		rc.BeforeRequest = s.signRequest
 	}
@@ -115,8 +120,9 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		_ = s.cl.Close()
 		return nil, err
 	}
-	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc}) }()
-	log.Info("proxy serving RocketMQ 5 gRPC, TLS and plaintext on one port", "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
+	enforce := cfg.TLSServerMode == remoting.TLSEnforcing
+	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc, enforce: enforce, log: log}) }()
+	log.Info("proxy serving RocketMQ 5 gRPC", "plaintext", !enforce, "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
 		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""],
 		"acl", cfg.AclEnable, "metrics", map[bool]string{true: "off", false: s.metricsAddr}[s.metricsAddr == ""])
 	return s, nil

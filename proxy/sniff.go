@@ -8,11 +8,14 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // The gRPC port serves TLS and plaintext HTTP/2 on one port, as Apache's proxy does: the official
@@ -25,6 +28,9 @@ const tlsHandshake = 0x16
 type sniffListener struct {
 	net.Listener
 	tls *tls.Config
+	// enforce (tls.server.mode=enforcing) closes connections that do not open with TLS.
+	enforce bool
+	log     hclog.Logger
 }
 
 // peekedConn is a connection with its first bytes read ahead.
@@ -42,7 +48,7 @@ func (l *sniffListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lazySniffConn{peekedConn: peekedConn{Conn: c, r: bufio.NewReader(c)}, tls: l.tls}, nil
+	return &lazySniffConn{peekedConn: peekedConn{Conn: c, r: bufio.NewReader(c)}, tls: l.tls, enforce: l.enforce, log: l.log}, nil
 }
 
 // lazySniffConn decides between TLS and plaintext at its first Read or Write (gRPC's server
@@ -50,6 +56,8 @@ func (l *sniffListener) Accept() (net.Conn, error) {
 type lazySniffConn struct {
 	peekedConn
 	tls     *tls.Config
+	enforce bool
+	log     hclog.Logger
 	once    sync.Once
 	decided net.Conn
 	err     error
@@ -67,6 +75,14 @@ func (c *lazySniffConn) sniff() {
 	}
 	if b[0] == tlsHandshake {
 		c.decided = tls.Server(&c.peekedConn, c.tls)
+		return
+	}
+	if c.enforce {
+		if c.log != nil {
+			c.log.Info("closing plaintext gRPC connection: tls.server.mode=enforcing", "remote", c.RemoteAddr().String())
+		}
+		_ = c.Conn.Close()
+		c.err = errors.New("proxy: plaintext connection refused (tls.server.mode=enforcing)")
 		return
 	}
 	c.decided = &c.peekedConn

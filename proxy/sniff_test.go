@@ -11,6 +11,16 @@ import (
 // TestSniffListener: one port serves a TLS client (self-signed certificate, ALPN h2) and a
 // plaintext one; each reads back what it wrote.
 func TestSniffListener(t *testing.T) {
+	testSniffListener(t, false)
+}
+
+// TestSniffListenerEnforcing: with tls.server.mode=enforcing the TLS client is served and the
+// plaintext one closed unanswered.
+func TestSniffListenerEnforcing(t *testing.T) {
+	testSniffListener(t, true)
+}
+
+func testSniffListener(t *testing.T, enforce bool) {
 	tc, err := tlsConfig("", "")
 	if err != nil {
 		t.Fatal(err)
@@ -19,7 +29,7 @@ func TestSniffListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl := &sniffListener{Listener: ln, tls: tc}
+	sl := &sniffListener{Listener: ln, tls: tc, enforce: enforce}
 	defer sl.Close()
 	go func() {
 		for {
@@ -60,5 +70,16 @@ func TestSniffListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	echo(t, plain, "plain")
+	if !enforce {
+		echo(t, plain, "plain")
+		return
+	}
+	defer plain.Close()
+	plain.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = plain.Write([]byte("plain"))
+	if n, err := plain.Read(make([]byte, 5)); err == nil {
+		t.Fatalf("plaintext connection to an enforcing port read %d bytes back", n)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("plaintext connection to an enforcing port left open")
+	}
 }

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"sync"
@@ -28,6 +29,9 @@ type ClientConfig struct {
 	// on it has failed; it must not block. The proxy uses it to look for a group's new leader the
 	// moment the connection to the old one breaks.
 	OnConnClose func(addr string)
+	// TLS, when set, makes every connection a TLS client connection with this configuration
+	// (RocketMQ's tls.enable; NewClientTLS builds it). ServerName defaults to the host dialled.
+	TLS *tls.Config
 }
 
 // Client keeps one connection per remote address, as RocketMQ clients do, and
@@ -76,6 +80,22 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
+	}
+	if c.cfg.TLS != nil {
+		cfg := c.cfg.TLS
+		if cfg.ServerName == "" && !cfg.InsecureSkipVerify {
+			cfg = cfg.Clone()
+			cfg.ServerName, _, _ = net.SplitHostPort(addr)
+		}
+		tc := tls.Client(nc, cfg)
+		hctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("tls handshake with %s: %w: %w", addr, ErrNotSent, err)
+		}
+		nc = tc
 	}
 	conn := newConn(nc, handlerTable(c.cfg.Handlers), c.cfg.Logger, DefaultMaxFrameSize, 0)
 	conn.beforeRequest = c.cfg.BeforeRequest

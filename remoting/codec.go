@@ -67,29 +67,118 @@ func Encode(c *Command) ([]byte, error) {
 	return append(out, c.Body...), nil
 }
 
+// MaxHeaderSize bounds a frame's header (the serialised code, flags, remark and extFields).
+// Clients' headers are a few hundred bytes; the largest legitimate one is a send whose message
+// properties reach RocketMQ's 32,767-byte limit, JSON-escaped. A frame announcing more is refused
+// on its header word, before any of the header is read or decoded.
+const MaxHeaderSize = 256 * 1024
+
+// MaxExtFields bounds the number of extFields a header may carry (requests carry at most a few
+// dozen). Both header serialisations are refused as soon as the count passes it, before the
+// rest of the header is decoded.
+const MaxExtFields = 1024
+
+// ErrHeaderTooLarge is wrapped by decode errors for a header over MaxHeaderSize bytes or with
+// more than MaxExtFields fields.
+var ErrHeaderTooLarge = errors.New("remoting: header too large")
+
+// frameChunk is the first read size for a frame body: a buffer grows (by doubling, up to the
+// announced length) only as bytes actually arrive, so a peer announcing a large frame and
+// sending it slowly, or never, costs what it sent, not what it announced.
+const frameChunk = 64 * 1024
+
 // ReadFrame reads one frame from r and returns what follows the length field.
 // maxFrame bounds the frame size including the length field.
 func ReadFrame(r io.Reader, maxFrame int) ([]byte, error) {
-	var lenBuf [4]byte
-	if _, err := io.ReadFull(r, lenBuf[:]); err != nil {
+	return readFrame(r, maxFrame, nil)
+}
+
+// readFrame is ReadFrame with reserve, when set, called with the size of each growth of the
+// frame buffer before it is allocated (the server's global budget of bytes being read); an error
+// from it ends the read.
+func readFrame(r io.Reader, maxFrame int, reserve func(n int) error) ([]byte, error) {
+	var pre [8]byte
+	if _, err := io.ReadFull(r, pre[:4]); err != nil {
 		return nil, err
 	}
-	n := int64(binary.BigEndian.Uint32(lenBuf[:]))
+	n := int64(binary.BigEndian.Uint32(pre[:4]))
 	if n+4 > int64(maxFrame) {
 		return nil, fmt.Errorf("frame length %d exceeds the limit of %d bytes: %w", n+4, maxFrame, ErrFrameTooLarge)
 	}
 	if n < 4 {
 		return nil, fmt.Errorf("frame length %d is shorter than the header word: %w", n, ErrBadFrame)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("truncated frame (%d bytes announced): %w", n, ErrBadFrame)
+	if _, err := io.ReadFull(r, pre[4:]); err != nil {
+		return nil, truncated(err, n)
+	}
+	if hlen := int64(binary.BigEndian.Uint32(pre[4:]) & 0xFFFFFF); hlen > MaxHeaderSize {
+		return nil, fmt.Errorf("header length %d exceeds the limit of %d bytes: %w", hlen, MaxHeaderSize, ErrHeaderTooLarge)
+	} else if hlen > n-4 {
+		return nil, fmt.Errorf("header length %d exceeds frame of %d bytes: %w", hlen, n, ErrBadFrame)
+	}
+	size := int(min(n, frameChunk))
+	if reserve != nil {
+		if err := reserve(size); err != nil {
+			return nil, err
 		}
-		return nil, err
+	}
+	buf := make([]byte, 4, size)
+	copy(buf, pre[4:])
+	for int64(len(buf)) < n {
+		if len(buf) == cap(buf) {
+			grown := int(min(int64(2*cap(buf)), n))
+			if reserve != nil {
+				if err := reserve(grown - cap(buf)); err != nil {
+					return nil, err
+				}
+			}
+			next := make([]byte, len(buf), grown)
+			copy(next, buf)
+			buf = next
+		}
+		k, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+k]
+		if err != nil && int64(len(buf)) < n {
+			return nil, truncated(err, n)
+		}
 	}
 	return buf, nil
 }
+
+// truncated describes a read that ended inside a frame of n announced bytes.
+func truncated(err error, n int64) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("truncated frame (%d bytes announced): %w", n, ErrBadFrame)
+	}
+	return err
+}
+
+// countFields counts the colons outside strings of a JSON text: the number of object fields at
+// every depth, so at least the number of extFields. It allocates nothing and stops counting
+// past limit, so a header's field count is checked before any of it is decoded.
+func countFields(b []byte, limit int) int {
+	n := 0
+	in := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case in:
+		case c == ':':
+			n++
+			if n > limit {
+				return n
+			}
+		}
+	}
+	return n
+}
+
+// jsonTopFields is how many fields a JSON header has besides extFields' entries (code,
+// language, version, opaque, flag, remark, extFields, serializeTypeCurrentRPC, with room).
+const jsonTopFields = 16
 
 // Decode parses a frame without its length field (what ReadFrame returns). The
 // body aliases frame.
@@ -100,6 +189,9 @@ func Decode(frame []byte) (*Command, error) {
 	word := binary.BigEndian.Uint32(frame)
 	st := byte(word >> 24)
 	hlen := int(word & 0xFFFFFF)
+	if hlen > MaxHeaderSize {
+		return nil, fmt.Errorf("header length %d exceeds the limit of %d bytes: %w", hlen, MaxHeaderSize, ErrHeaderTooLarge)
+	}
 	if hlen > len(frame)-4 {
 		return nil, fmt.Errorf("header length %d exceeds frame of %d bytes: %w", hlen, len(frame), ErrBadFrame)
 	}
@@ -149,10 +241,19 @@ func jsonInt32(n json.Number, field string) (int32, error) {
 }
 
 func decodeJSONHeader(b []byte) (*Command, error) {
-	if c, err := fastJSONHeader(b); err == nil {
-		return c, nil
+	if countFields(b, MaxExtFields+jsonTopFields) > MaxExtFields+jsonTopFields {
+		return nil, fmt.Errorf("json header has more than %d fields: %w", MaxExtFields+jsonTopFields, ErrHeaderTooLarge)
 	}
-	return slowJSONHeader(b)
+	c, err := fastJSONHeader(b)
+	if err != nil {
+		if c, err = slowJSONHeader(b); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.ExtFields) > MaxExtFields { // the scan above let a few more through, at most
+		return nil, fmt.Errorf("json header has %d extFields, more than %d: %w", len(c.ExtFields), MaxExtFields, ErrHeaderTooLarge)
+	}
+	return c, nil
 }
 
 // slowJSONHeader decodes any JSON header encoding/json accepts, leniently.
@@ -340,7 +441,10 @@ func decodeBinaryHeader(b []byte) (*Command, error) {
 	}
 	ext := b[p : p+elen]
 	c.ExtFields = map[string]string{}
-	for len(ext) > 0 {
+	for fields := 0; len(ext) > 0; fields++ {
+		if fields >= MaxExtFields {
+			return nil, fmt.Errorf("binary header has more than %d extFields: %w", MaxExtFields, ErrHeaderTooLarge)
+		}
 		if len(ext) < 2 {
 			return nil, fmt.Errorf("truncated ext key length: %w", ErrBadHeader)
 		}

@@ -38,6 +38,13 @@ type Command struct {
 	ExtFields     map[string]string
 	Body          []byte
 	SerializeType byte
+
+	// Set by a server connection on requests it reads (flow.go): held is what the request
+	// charged to the server's read budget, size its frame's length (the connection's pending
+	// bytes), deferred whether its handler called Conn.Defer (its pending slot is freed when
+	// it is answered, not when the handler returns).
+	held, size int
+	deferred   bool
 }
 
 // NewRequest builds a request to send; the opaque is assigned when it is sent.

@@ -71,7 +71,9 @@ type Conn struct {
 	intercept     Handler
 	beforeRequest func(*Command)
 
-	out       chan []byte
+	out       chan outFrame
+	limits    limits
+	flow      flow
 	closed    chan struct{}
 	closeOnce sync.Once
 	closeErr  error
@@ -106,10 +108,19 @@ func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame i
 		handlers: handlers,
 		maxFrame: maxFrame,
 		idle:     idle,
-		out:      make(chan []byte, 1024),
+		out:      make(chan outFrame, 1024),
 		closed:   make(chan struct{}),
 		pending:  map[int32]pendingCall{},
+		flow:     flow{wake: make(chan struct{}, 1)},
 	}
+}
+
+// outFrame is a frame queued for writing; answer marks the response to a request of the peer
+// whose pending slot (of size bytes) is freed once it is written.
+type outFrame struct {
+	b      []byte
+	size   int
+	answer bool
 }
 
 // ID is a process-unique number for the connection, for maps and logs.
@@ -255,16 +266,32 @@ func (c *Conn) Reply(resp *Command) error {
 }
 
 func (c *Conn) write(frame []byte) error {
+	return c.queue(outFrame{b: frame})
+}
+
+// queue waits for room in the write queue, counting the frame's bytes as queued.
+func (c *Conn) queue(f outFrame) error {
 	select {
 	case <-c.closed:
 		return ErrConnClosed
 	default:
 	}
+	c.flow.queuedBytes.Add(int64(len(f.b)))
 	select {
-	case c.out <- frame:
+	case c.out <- f:
 		return nil
 	case <-c.closed:
 		return ErrConnClosed
+	}
+}
+
+// written accounts for a frame the write loop has handed to the socket.
+func (c *Conn) written(f outFrame) {
+	c.flow.queuedBytes.Add(-int64(len(f.b)))
+	if f.answer {
+		c.finish(f.size)
+	} else if c.limits.maxQueuedBytes > 0 {
+		c.signal()
 	}
 }
 
@@ -337,10 +364,16 @@ func (c *Conn) writeLoop() {
 	for {
 		select {
 		case frame := <-c.out:
-			if _, err := w.Write(frame); err != nil {
+			if c.limits.writeTimeout > 0 {
+				// A peer that reads nothing for this long is gone or hostile: close it rather
+				// than hold its answers (and, through back-pressure, its connection) forever.
+				_ = c.nc.SetWriteDeadline(time.Now().Add(c.limits.writeTimeout))
+			}
+			if _, err := w.Write(frame.b); err != nil {
 				c.closeWith(err)
 				return
 			}
+			c.written(frame)
 			// Drain whatever else is queued before paying for a flush. When the
 			// queue looks empty, yield once: handlers finishing on other
 			// goroutines usually have responses moments away, and one write
@@ -348,10 +381,11 @@ func (c *Conn) writeLoop() {
 			for yielded := false; ; {
 				select {
 				case f := <-c.out:
-					if _, err := w.Write(f); err != nil {
+					if _, err := w.Write(f.b); err != nil {
 						c.closeWith(err)
 						return
 					}
+					c.written(f)
 					continue
 				default:
 				}
@@ -374,21 +408,45 @@ func (c *Conn) writeLoop() {
 func (c *Conn) readLoop() {
 	defer c.closeWith(nil)
 	r := bufio.NewReaderSize(c.nc, 64*1024)
+	var res *frameReserve
+	if c.limits.budget != nil {
+		res = &frameReserve{c: c}
+	}
 	for {
+		if !c.waitRoom() {
+			return
+		}
 		if c.idle > 0 {
 			_ = c.nc.SetReadDeadline(time.Now().Add(c.idle))
 		}
-		frame, err := ReadFrame(r, c.maxFrame)
+		var frame []byte
+		var err error
+		if res != nil {
+			res.charged = 0
+			frame, err = readFrame(r, c.maxFrame, res.reserve)
+		} else {
+			frame, err = readFrame(r, c.maxFrame, nil)
+		}
 		if err != nil {
+			if res != nil {
+				c.limits.budget.release(int64(res.charged))
+			}
 			c.logReadError(err)
 			return
 		}
 		cmd, err := Decode(frame)
 		if err != nil {
+			if res != nil {
+				c.limits.budget.release(int64(res.charged))
+			}
 			c.logger.Warn("closing connection: undecodable frame", "remote", c.RemoteAddr(), "error", err)
 			return
 		}
+		if res != nil {
+			cmd.held = res.charged
+		}
 		if cmd.IsResponse() {
+			c.releaseBudget(cmd)
 			c.mu.Lock()
 			pc, ok := c.pending[cmd.Opaque]
 			delete(c.pending, cmd.Opaque)
@@ -403,6 +461,8 @@ func (c *Conn) readLoop() {
 			}
 			continue
 		}
+		cmd.size = len(frame)
+		c.begin(cmd)
 		if c.ordered[cmd.Code] {
 			c.enqueueOrdered(cmd)
 			continue
@@ -496,8 +556,10 @@ func worker(t task) {
 func (c *Conn) logReadError(err error) {
 	var ne net.Error
 	switch {
-	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame):
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame), errors.Is(err, ErrHeaderTooLarge):
 		c.logger.Warn("closing connection: bad frame", "remote", c.RemoteAddr(), "error", err)
+	case errors.Is(err, ErrBudgetExhausted):
+		c.logger.Warn("closing connection: the server is reading too many bytes at once", "remote", c.RemoteAddr(), "error", err)
 	case errors.As(err, &ne) && ne.Timeout():
 		c.logger.Info("closing idle connection", "remote", c.RemoteAddr(), "idle", c.idle)
 	default:
@@ -515,7 +577,11 @@ func (c *Conn) dispatch(req *Command) {
 		start = time.Now()
 	}
 	resp := c.handle(req)
+	c.releaseBudget(req)
 	if resp == nil {
+		if !req.deferred {
+			c.finish(req.size)
+		}
 		return
 	}
 	c.answer(req, resp, start, true)
@@ -527,6 +593,7 @@ func (c *Conn) dispatch(req *Command) {
 // blocks.
 func (c *Conn) answer(req, resp *Command, start time.Time, wait bool) {
 	if req.IsOneway() {
+		c.finish(req.size)
 		return
 	}
 	if c.onRequest != nil {
@@ -541,20 +608,29 @@ func (c *Conn) answer(req, resp *Command, start time.Time, wait bool) {
 	frame, err := Encode(resp)
 	if err != nil {
 		c.logger.Warn("cannot answer request", "remote", c.RemoteAddr(), "code", req.Code, "error", err)
+		c.finish(req.size)
 		return
 	}
+	f := outFrame{b: frame, size: req.size, answer: true}
 	if wait {
-		_ = c.write(frame) // fails only once the connection is closed
+		_ = c.queue(f) // fails only once the connection is closed
 		return
 	}
+	c.flow.queuedBytes.Add(int64(len(frame)))
 	select {
-	case c.out <- frame:
+	case c.out <- f:
 	case <-c.closed:
 	default:
 		// The peer is not reading its answers (its queue is full). Whoever answers a deferred
 		// request also answers other connections' (a Raft entry's sends): park a goroutine for
-		// this answer instead of holding them all up.
-		go func() { _ = c.write(frame) }()
+		// this answer instead of holding them all up. The connection's pending bound (flow.go)
+		// caps how many such goroutines it can have.
+		go func() {
+			select {
+			case c.out <- f:
+			case <-c.closed:
+			}
+		}()
 	}
 }
 
@@ -571,6 +647,7 @@ type Deferred struct {
 // goroutine. Unlike Reply, Answer fills in the response's opaque, flag and serialize type and
 // reports the request to ServerConfig.OnRequest with the time until the answer.
 func (c *Conn) Defer(req *Command) *Deferred {
+	req.deferred = true
 	d := &Deferred{c: c, req: req}
 	if c.onRequest != nil {
 		d.start = time.Now()
@@ -583,6 +660,8 @@ func (c *Conn) Defer(req *Command) *Deferred {
 func (d *Deferred) Answer(f func() *Command) {
 	if resp := d.c.safely(d.req, f); resp != nil {
 		d.c.answer(d.req, resp, d.start, false)
+	} else {
+		d.c.finish(d.req.size)
 	}
 }
 

@@ -2,6 +2,7 @@ package remoting
 
 import (
 	"bytes"
+	"encoding/binary"
 	"reflect"
 	"testing"
 )
@@ -39,6 +40,7 @@ func FuzzDecode(f *testing.F) {
 func FuzzJSONHeader(f *testing.F) {
 	f.Add([]byte(`{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T1"}}`))
 	f.Add([]byte(`{"code":1,"extFields":{"x":1,"y":true,"z":null}}`))
+	f.Add([]byte(`{"code":1,"extFields":{"a":"1","b":{"c":{"d":"e"}}},"x":{"y":"z"}}`))
 	f.Fuzz(func(t *testing.T, h []byte) {
 		c, err := decodeJSONHeader(h)
 		if err != nil {
@@ -112,4 +114,45 @@ func FuzzFastJSONHeader(f *testing.F) {
 			t.Fatalf("results differ for %q:\nfast %+v\nslow %+v", h, fast, slow)
 		}
 	})
+}
+
+// FuzzReadFrameChunked feeds arbitrary byte streams to the frame reader, with short reads. Invariants:
+// never panic; a frame it returns is no longer than announced and within the limit, and its
+// header word respects MaxHeaderSize.
+func FuzzReadFrameChunked(f *testing.F) {
+	ok, _ := Encode(&Command{Code: 10, Remark: "r", ExtFields: map[string]string{"a": "b"}, Body: []byte("body")})
+	f.Add(ok, uint16(1000))
+	f.Add([]byte{0, 0xff, 0xff, 0xff, 0, 0, 0, 0}, uint16(7))
+	f.Add([]byte{0, 0, 0, 8, 1, 0xff, 0xff, 0xff, 1, 2, 3}, uint16(3))
+	f.Add([]byte{0, 0, 0, 3, 0, 0}, uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint16) {
+		const limit = 1 << 20
+		r := bytes.NewReader(data)
+		for {
+			frame, err := ReadFrame(iotestShort{r: r, n: int(chunk%4096) + 1}, limit)
+			if err != nil {
+				return
+			}
+			if len(frame)+4 > limit || len(frame) < 4 {
+				t.Fatalf("frame of %d bytes returned", len(frame))
+			}
+			if h := int(binary.BigEndian.Uint32(frame) & 0xFFFFFF); h > MaxHeaderSize || h > len(frame)-4 {
+				t.Fatalf("header length %d accepted in a frame of %d", h, len(frame))
+			}
+			_, _ = Decode(frame)
+		}
+	})
+}
+
+// iotestShort reads at most n bytes at a time.
+type iotestShort struct {
+	r *bytes.Reader
+	n int
+}
+
+func (s iotestShort) Read(p []byte) (int, error) {
+	if len(p) > s.n {
+		p = p[:s.n]
+	}
+	return s.r.Read(p)
 }

@@ -139,6 +139,9 @@ func TestDeferredAnswerToStuckPeerDoesNotBlock(t *testing.T) {
 	var deferred []*Deferred
 	all := make(chan struct{})
 	s := startServer(t, func(s *Server) {
+		// Above the default pending bound (which would stop reading before n are deferred), to
+		// overfill the write queue itself.
+		s.cfg.MaxPendingRequests = 2 * n
 		s.HandleInline(SendMessageV2, func(conn *Conn, req *Command) *Command {
 			mu.Lock()
 			defer mu.Unlock()

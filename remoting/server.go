@@ -30,6 +30,23 @@ type ServerConfig struct {
 	// Intercept, when set, sees every request before its handler (access control): a non-nil
 	// result is sent as the answer and the handler is not run.
 	Intercept Handler
+	// MaxConnections bounds the open connections: one more is closed at accept, with a log
+	// line at most every few seconds. 0 means DefaultMaxConnections, negative unbounded.
+	MaxConnections int
+	// MaxPendingRequests, MaxPendingBytes and MaxQueuedBytes bound what one connection can make
+	// the server hold (flow.go); at a bound the connection stops being read until answers
+	// leave. 0 means the Default of each.
+	MaxPendingRequests int
+	MaxPendingBytes    int64
+	MaxQueuedBytes     int64
+	// ReadBudget bounds the bytes of requests being read, decoded and handled across all
+	// connections (at least MaxFrameSize); a frame that waits ReadBudgetWait for budget closes
+	// its connection. 0 means the Defaults.
+	ReadBudget     int64
+	ReadBudgetWait time.Duration
+	// TLS, when set, is how the listener treats TLS (tls.go): permissive accepts TLS and
+	// plaintext on the one port, enforcing only TLS. Nil serves plaintext.
+	TLS *ServerTLS
 }
 
 // Server accepts remoting connections and serves registered handlers.
@@ -39,6 +56,11 @@ type Server struct {
 	ordered  orderedCodes
 	inline   inlineCodes
 	ln       net.Listener
+
+	budget *budget
+	// refused counts connections closed at accept since the last log line about them.
+	refused      int
+	refusedLogAt time.Time
 
 	mu           sync.Mutex
 	conns        map[*Conn]struct{}
@@ -58,7 +80,27 @@ func NewServer(cfg ServerConfig) *Server {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 120 * time.Second
 	}
-	return &Server{cfg: cfg, handlers: handlerTable{}, ordered: orderedCodes{}, inline: inlineCodes{}, conns: map[*Conn]struct{}{}}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxPendingRequests <= 0 {
+		cfg.MaxPendingRequests = DefaultMaxPendingRequests
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if cfg.MaxQueuedBytes <= 0 {
+		cfg.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if cfg.ReadBudget <= 0 {
+		cfg.ReadBudget = DefaultReadBudget
+	}
+	cfg.ReadBudget = max(cfg.ReadBudget, int64(cfg.MaxFrameSize))
+	if cfg.ReadBudgetWait <= 0 {
+		cfg.ReadBudgetWait = DefaultReadBudgetWait
+	}
+	return &Server{cfg: cfg, handlers: handlerTable{}, ordered: orderedCodes{}, inline: inlineCodes{},
+		conns: map[*Conn]struct{}{}, budget: newBudget(cfg.ReadBudget, cfg.ReadBudgetWait)}
 }
 
 // Handle registers h for a request code. Codes without a handler are answered
@@ -108,6 +150,11 @@ func (s *Server) Start() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
 	}
+	if s.cfg.TLS != nil {
+		if ln, err = s.cfg.TLS.wrap(ln, s.cfg.Logger); err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+		}
+	}
 	s.ln = ln
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -156,7 +203,17 @@ func (s *Server) acceptLoop() {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		if s.overLimit(nc) {
+			continue
+		}
 		c := newConn(nc, s.handlers, s.cfg.Logger, s.cfg.MaxFrameSize, s.cfg.IdleTimeout)
+		c.limits = limits{
+			maxPending:      int64(s.cfg.MaxPendingRequests),
+			maxPendingBytes: s.cfg.MaxPendingBytes,
+			maxQueuedBytes:  s.cfg.MaxQueuedBytes,
+			writeTimeout:    s.cfg.IdleTimeout,
+			budget:          s.budget,
+		}
 		c.onRequest = s.cfg.OnRequest
 		c.intercept = s.cfg.Intercept
 		c.ordered = s.ordered
@@ -182,6 +239,31 @@ func (s *Server) acceptLoop() {
 			}
 		}()
 	}
+}
+
+// refusedLogEvery is the most often a server logs the connections it refused at accept.
+const refusedLogEvery = 10 * time.Second
+
+// overLimit closes nc when the server already has MaxConnections open, logging (at most every
+// refusedLogEvery) how many it refused.
+func (s *Server) overLimit(nc net.Conn) bool {
+	if s.cfg.MaxConnections < 0 {
+		return false
+	}
+	s.mu.Lock()
+	full := len(s.conns) >= s.cfg.MaxConnections
+	s.mu.Unlock()
+	if !full {
+		return false
+	}
+	_ = nc.Close()
+	s.refused++
+	if now := time.Now(); now.Sub(s.refusedLogAt) >= refusedLogEvery {
+		s.cfg.Logger.Warn("refusing connections: maxConnections reached", "max_connections", s.cfg.MaxConnections,
+			"refused", s.refused, "last_remote", nc.RemoteAddr().String())
+		s.refused, s.refusedLogAt = 0, now
+	}
+	return true
 }
 
 // Close stops accepting, closes every connection and waits for them to end.

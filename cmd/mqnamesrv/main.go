@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"rocketraft/acl"
 	"rocketraft/config"
 	"rocketraft/namesrv"
+	"rocketraft/remoting"
 )
 
 func main() {
@@ -50,9 +52,21 @@ func run() int {
 			" may register brokers of their own (new broker names get a share of the routes of the topics they claim), change KV config and wipe write permissions; set aclEnable=true (README \"ACL\") or keep the port on a private network",
 			"listen", cfg.ListenAddr, "takeover_of_live_brokers", takeover)
 	}
+	serverTLS, err := remoting.NewServerTLS(cfg.TLSServerMode, cfg.TLSServerCertPath, cfg.TLSServerKeyPath)
+	if err != nil {
+		logger.Error("cannot set up TLS on the remoting port", "error", err)
+		return 1
+	}
+	var clientTLS *tls.Config
+	if cfg.TLSEnable {
+		clientTLS, _ = remoting.NewClientTLS(false, "") // without a trust file it cannot fail
+	}
 	srv, err := namesrv.New(namesrv.Config{
+		ClientTLS:           clientTLS,
 		ACL:                 store,
 		AllowBrokerTakeover: cfg.AllowBrokerTakeover,
+		TLS:                 serverTLS,
+		MaxConnections:      cfg.MaxConnections,
 		ListenAddr:          cfg.ListenAddr,
 		BrokerExpiry:        cfg.BrokerExpiryDuration(),
 		ScanInterval:        cfg.ScanInterval(),
@@ -70,7 +84,7 @@ func run() int {
 		logger.Error("cannot start name server", "error", err)
 		return 1
 	}
-	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON\n", srv.Addr())
+	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON tls.server.mode=%s\n", srv.Addr(), cfg.TLSServerMode)
 	if a := srv.HTTPAddr(); a != "" {
 		fmt.Printf("HTTP endpoints (/metrics): http://%s\n", a)
 	}
