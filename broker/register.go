@@ -59,14 +59,19 @@ func (b *Broker) registerLoop() {
 	const retryDelay = time.Second
 	t := time.NewTimer(0)
 	defer t.Stop()
+	// lastEnd and lastTook describe the previous registration a topic change triggered: only
+	// such a one starts a coalescing gap, so the first change after a periodic (or the start-up)
+	// registration is registered at once, and only a burst waits.
 	var lastEnd time.Time
 	var lastTook time.Duration
 	for {
+		triggered := false
 		select {
 		case <-b.stop:
 			return
 		case <-t.C:
 		case <-b.registerNow:
+			triggered = true
 			if !t.Stop() {
 				select {
 				case <-t.C:
@@ -100,8 +105,10 @@ func (b *Broker) registerLoop() {
 		}
 		start := time.Now()
 		ok := b.registerAll()
-		lastEnd = time.Now()
-		lastTook = lastEnd.Sub(start)
+		if triggered {
+			lastEnd = time.Now()
+			lastTook = lastEnd.Sub(start)
+		}
 		if ok {
 			t.Reset(period)
 		} else {

@@ -208,7 +208,7 @@ func flood(d time.Duration, peers []memberAddr, f func(target memberAddr) error)
 func TestPeerAuthRaft(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
-	g := startRaftGroup(t, ns, 3, writePeerSecret(t))
+	g := startRaftGroup(t, ns, 3, writePeerSecret(t), withProp("allowUnauthenticatedRaftAdmin", "true"))
 	leader := g.waitMaster(t, 30*time.Second, nil)
 	topic := uniq("PeerAuth")
 	eventually(t, 20*time.Second, "first write", func() error {

@@ -64,6 +64,10 @@ type Config struct {
 	MetricsExporterType     string `prop:"metricsExporterType"`
 	MetricsPromExporterHost string `prop:"metricsPromExporterHost"` // default: listenHost
 	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"` // default 5557; 0 = any free port
+	// MetricsAuthToken (ours), when set, is required on /metrics as "Authorization: Bearer
+	// <token>" (401 otherwise), as httpAuthToken on the broker's and name server's HTTP ports:
+	// the metrics port binds every interface by default, as RocketMQ's does.
+	MetricsAuthToken string `prop:"metricsAuthToken"`
 
 	// LogLevel (debug | info | warn | error) and LogFormat (text | json), as the broker's.
 	LogLevel  string `prop:"logLevel"`

@@ -82,7 +82,7 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		if host == "" {
 			host = cfg.ListenHost
 		}
-		if s.metricsAddr, err = s.metrics.serveMetrics(host, cfg.MetricsPromExporterPort, s.stopping.Done(), log); err != nil {
+		if s.metricsAddr, err = s.metrics.serveMetrics(host, cfg.MetricsPromExporterPort, cfg.MetricsAuthToken, s.stopping.Done(), log); err != nil {
 			ln.Close()
 			s.stop()
 			return nil, fmt.Errorf("metricsPromExporterPort %d: %w", cfg.MetricsPromExporterPort, err)
@@ -122,7 +122,11 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	}
 	enforce := cfg.TLSServerMode == remoting.TLSEnforcing
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc, enforce: enforce, log: log}) }()
-	log.Info("proxy serving RocketMQ 5 gRPC", "plaintext", !enforce, "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
+	transport := "TLS and plaintext on one port"
+	if enforce {
+		transport = "TLS only (tls.server.mode=enforcing)"
+	}
+	log.Info("proxy serving RocketMQ 5 gRPC, "+transport, "addr", ln.Addr().String(), "namesrv", cfg.NamesrvAddr,
 		"certificate", map[bool]string{true: "self-signed", false: cfg.TLSCertPath}[cfg.TLSCertPath == ""],
 		"acl", cfg.AclEnable, "metrics", map[bool]string{true: "off", false: s.metricsAddr}[s.metricsAddr == ""])
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,4 +180,39 @@ func scrape(t *testing.T, s *Server) string {
 	t.Helper()
 	cl := &httpGetter{}
 	return cl.get(t, "http://"+s.MetricsAddr()+"/metrics")
+}
+
+// TestMetricsToken: with metricsAuthToken set, /metrics answers 401 without the bearer token or
+// with a wrong one, 200 with it; other methods than GET and HEAD are 405.
+func TestMetricsToken(t *testing.T) {
+	s, _ := startTestServer(t, func(c *Config) { c.MetricsAuthToken = "scrape-token-1" })
+	get := func(method, token string) int {
+		req, err := http.NewRequest(method, "http://"+s.MetricsAddr()+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		method, token string
+		want          int
+	}{
+		{"GET", "", http.StatusUnauthorized},
+		{"GET", "wrong", http.StatusUnauthorized},
+		{"GET", "scrape-token-1", http.StatusOK},
+		{"HEAD", "scrape-token-1", http.StatusOK},
+		{"POST", "scrape-token-1", http.StatusMethodNotAllowed},
+	} {
+		if got := get(c.method, c.token); got != c.want {
+			t.Errorf("%s /metrics with token %q: %d, want %d", c.method, c.token, got, c.want)
+		}
+	}
 }
