@@ -28,7 +28,7 @@ const (
 	ClientNative = "native"
 )
 
-// defaultTopic is the template topic of auto-creation (protocol doc §10.5).
+// defaultTopic is the template topic of auto-creation.
 const defaultTopic = "TBW102"
 
 // defaultTopicQueueNums is the queue count clients ask for when a topic is
@@ -111,7 +111,7 @@ func brokerAddrs(rd *protocol.TopicRouteData) map[string]*protocol.BrokerData {
 	return m
 }
 
-// publishQueues lists the queues a producer sends to (protocol doc §10.4):
+// publishQueues lists the queues a producer sends to:
 // queue ids 0..writeQueueNums-1 of every writable broker that has a master,
 // ordered by broker name, with at most limit queues per broker (0: no limit).
 func publishQueues(rd *protocol.TopicRouteData, limit int32) []nativeQueue {
@@ -133,8 +133,8 @@ func publishQueues(rd *protocol.TopicRouteData, limit int32) []nativeQueue {
 	return qs
 }
 
-// subscribeQueues lists the queues a consumer pulls from (protocol doc
-// §10.4): queue ids 0..readQueueNums-1 of every readable broker, pulled from
+// subscribeQueues lists the queues a consumer pulls from, as RocketMQ's
+// clients choose them: queue ids 0..readQueueNums-1 of every readable broker, pulled from
 // the master, or from any member when the group has no master.
 func subscribeQueues(rd *protocol.TopicRouteData) []nativeQueue {
 	brokers := brokerAddrs(rd)

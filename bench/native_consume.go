@@ -44,7 +44,7 @@ func queryMaxOffset(ctx context.Context, cl *remoting.Client, q nativeQueue, top
 }
 
 // observeRecords counts the records of a pull body (stored layout,
-// protocol doc §5.4, back to back): one op, their messages and body bytes,
+// package message, back to back): one op, their messages and body bytes,
 // and one end-to-end latency sample per message (now minus the record's
 // born timestamp, ms resolution). It returns the number of records and an
 // error if the body does not end with a complete record.

@@ -80,9 +80,9 @@ func (s *nativeSender) nextProps() string {
 	return string(s.props)
 }
 
-// sendTemplates returns the V2 send headers (protocol doc §2.4, letters
-// a..m) of single and batch sends with everything but the queue id (e),
-// born timestamp (g) and properties (i) filled in.
+// sendTemplates returns the V2 send headers (the one-letter keys a..m) of
+// single and batch sends with everything but the queue id (e), born
+// timestamp (g) and properties (i) filled in.
 func sendTemplates(cfg *ProduceConfig) (single, batch map[string]string) {
 	h := protocol.SendMessageRequestHeader{
 		ProducerGroup: cfg.Group,

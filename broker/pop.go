@@ -1,6 +1,6 @@
 package broker
 
-// POP consumption (RocketMQ 5.x; protocol doc §2.9, §9.6): POP_MESSAGE (200050), ACK_MESSAGE
+// POP consumption (RocketMQ 5.x): POP_MESSAGE (200050), ACK_MESSAGE
 // (200051), CHANGE_MESSAGE_INVISIBLETIME (200053).
 //
 // Instead of RocketMQ's checkpoint messages, revive topic and %RETRY% copies, the broker keeps

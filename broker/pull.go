@@ -169,7 +169,7 @@ func filterByProperties(res *storage.GetResult, sub *clients.Subscription) {
 }
 
 // suggestBroker is the broker id the consumer should pull this queue from next (the client keeps
-// it per queue; protocol doc §10.4). Without slaveReadEnable it is always the master (0). With
+// it per queue). Without slaveReadEnable it is always the master (0). With
 // it, a reader further behind the commitlog end than accessMessageInMemoryMaxRatio percent of RAM
 // (its data is likely on disk, not in the page cache) is sent to the group's
 // whichBrokerWhenConsumeSlowly (default 1: a slave; in DLedger mode a follower, whose ids are
@@ -212,8 +212,7 @@ func (b *Broker) queueMaxOffset(topic string, qid int32) (int64, bool) {
 	return st.MaxOffset(topic, qid), true
 }
 
-// pullCode maps a store lookup status to the pull response code (protocol doc
-// §2.5 result table).
+// pullCode maps a store lookup status to the pull response code, as RocketMQ's broker does.
 func pullCode(s storage.GetStatus) int32 {
 	switch s {
 	case storage.Found:

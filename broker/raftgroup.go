@@ -23,7 +23,7 @@ type appendBatcher = dledger.Batcher[[][]byte, []storage.AppendResult]
 
 // raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
 // that owns the store, and the batcher in front of Raft. The broker never writes to the store
-// itself in this mode (architecture.md); it only reads through acquire.
+// itself in this mode (fsm/doc.go); it only reads through acquire.
 type raftGroup struct {
 	fsm     *fsm.FSM
 	node    *dledger.Node

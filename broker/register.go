@@ -98,7 +98,7 @@ func (b *Broker) registerLoop() {
 			continue // shutting down: unregistered, and staying so (shutdown.go)
 		}
 		if b.raft != nil && b.role.get() == roleUnknown {
-			// Nothing is registered before the first role decision (protocol doc §8.3);
+			// Nothing is registered before the first role decision;
 			// watchRole triggers a registration as soon as there is one.
 			t.Reset(retryDelay)
 			continue

@@ -8,7 +8,7 @@ import (
 	"rocketraft/config"
 )
 
-// Role of a DLedger-mode node as registered with the name servers (protocol doc §8.3).
+// Role of a DLedger-mode node as registered with the name servers.
 const (
 	roleUnknown  int32 = iota // no role decision yet, or removed from the group: register nothing
 	roleLeader                // Raft leader with everything committed applied: brokerId 0

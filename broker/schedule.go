@@ -1,6 +1,6 @@
 package broker
 
-// Delay levels and timer messages (protocol doc §9.1).
+// Delay levels and timer messages.
 //
 // A send whose DELAY property names a level > 0 is stored in SCHEDULE_TOPIC_XXXX, queue level-1,
 // with its real topic and queue in REAL_TOPIC / REAL_QID (applyDelay, called by handleSend). A
@@ -85,8 +85,8 @@ func (b *Broker) startScheduler() {
 	go b.scheduleLoop()
 }
 
-// applyDelay moves a delayed or timer message to SCHEDULE_TOPIC_XXXX (protocol doc §9.1 and
-// step 12 of §2.4): with DELAY > 0 (capped at the highest level) into queue level-1, with a
+// applyDelay moves a delayed or timer message to SCHEDULE_TOPIC_XXXX, as the
+// send path asks: with DELAY > 0 (capped at the highest level) into queue level-1, with a
 // timer property due in the future into the level that fits. Transactional half messages are
 // left alone (they are delayed, if at all, when committed). The answer is a response code and
 // remark; only a bad timer value is refused (MESSAGE_ILLEGAL).

@@ -24,7 +24,7 @@ const sendTimeout = 8 * time.Second
 // handleSend serves SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE:
 // validate, resolve (or auto-create) the topic, encode each message in the
 // stored layout with the store host and time stamped, append, and answer with
-// the offset msgIds and queue offsets (protocol doc §2.4).
+// the offset msgIds and queue offsets.
 func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetExt("MSG_REGION", b.cfg.RegionID)
@@ -97,7 +97,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	}
 
 	// A delayed message is stored in SCHEDULE_TOPIC_XXXX but answered with the queue it asked
-	// for (protocol doc §9.1; schedule.go). A transactional one is stored as a half message until
+	// for (schedule.go). A transactional one is stored as a half message until
 	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
 	// requested queue. A half message is never delayed.
 	respQueueID := h.QueueID
@@ -230,7 +230,7 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 
 // applyRetryPolicy handles a message sent to %RETRY%<group>: the group must
 // exist, and a message past its retry limit goes to %DLQ%<group> instead
-// (protocol doc §2.4 step 7, 4.x rule reconsumeTimes >= max).
+// (RocketMQ 4.x's rule: reconsumeTimes >= max).
 func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
 	gc, err := b.groupOrCreate(group)
@@ -343,7 +343,7 @@ func (b *Broker) msgIDs(results []storage.AppendResult) string {
 
 // parseSendHeader reads the send header in the naming its code uses: long
 // names for SEND_MESSAGE, single letters for SEND_MESSAGE_V2 and
-// SEND_BATCH_MESSAGE (protocol doc §2.4).
+// SEND_BATCH_MESSAGE.
 func parseSendHeader(req *remoting.Command) (*protocol.SendMessageRequestHeader, error) {
 	h := &protocol.SendMessageRequestHeader{}
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {

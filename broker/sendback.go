@@ -1,7 +1,7 @@
 package broker
 
-// CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume (protocol doc
-// §2.4 and §9.3). The broker reads the original by its commitlog offset and stores a copy for
+// CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The
+// broker reads the original by its commitlog offset and stores a copy for
 // %RETRY%<group>, delayed by a level (header delayLevel, or 3 + reconsumeTimes when 0) through
 // the delay scheduler (schedule.go), with RECONSUMETIMES + 1, RETRY_TOPIC = the original topic
 // and ORIGIN_MESSAGE_ID kept from the first delivery. Once the message has been reconsumed

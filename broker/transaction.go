@@ -1,7 +1,7 @@
 package broker
 
-// Transactional messages (protocol doc §2.4 END_TRANSACTION, §2.8 CHECK_TRANSACTION_STATE,
-// §9.5): half messages, END_TRANSACTION (37) and the records they write. The check-back service
+// Transactional messages: half messages, END_TRANSACTION (37) and the records they write,
+// CHECK_TRANSACTION_STATE back to the producer. The check-back service
 // is in txncheck.go, the bookkeeping of unresolved halves in txnbook.go.
 //
 // A send whose properties hold TRAN_MSG=true is stored as a half message: topic
@@ -230,7 +230,8 @@ func (b *Broker) readHalfAt(phys int64) (*message.Message, error) {
 	return m, nil
 }
 
-// commitRecord builds the real message of a committed half (protocol doc §9.5 step 3).
+// commitRecord builds the real message of a committed half: its original topic and queue back,
+// the half-message properties gone.
 func (b *Broker) commitRecord(half *message.Message, origin int64, now int64) ([]byte, error) {
 	props := message.ParseProperties(half.Properties)
 	topic := props[message.PropertyRealTopic]

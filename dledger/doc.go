@@ -82,9 +82,8 @@
 //	raft-wal             30.6k (32.5k)          -                      44
 //	raft-boltdb          10.7k (10.6k)          -                      45
 //
-// raft-wal with the log cache beats raft-boltdb with it by 1.4-2x; architecture.md reports ~41-44k
-// vs ~23k (60 s runs): our bolt+cache figures (18-24k) bracket that, our wal+cache figures
-// (31-36k) are 15-25 % lower, the order holds.
+// raft-wal with the log cache beats raft-boltdb with it by 1.4-2x (our bolt+cache figures 18-24k,
+// wal+cache 31-36k).
 // The cache is worth 15-70 %. So the default is "wal". BenchmarkBatcherOptions (12 s runs, wal +
 // cache) picked the in-flight bound: 1: 26k, 2: 25k, 4: 39k, 8: 30k steady msg/s; a 1 ms linger
 // on top of 4 gave 37k, so there is none by default. raft-wal frees log space in whole segments
@@ -111,7 +110,7 @@
 // # Leadership
 //
 // LeaderChanges delivers true only after a Barrier on the new leader, so everything committed in
-// earlier terms is applied before the broker registers as master (protocol doc §8.5.1), and false
+// earlier terms is applied before the broker registers as master, and false
 // when leadership is lost. Shutdown does not hand leadership over; call TransferLeadership first for
 // a graceful stop (it takes milliseconds instead of an election timeout).
 //

@@ -1,7 +1,7 @@
 package integration
 
 // POP consumption (POP_MESSAGE 200050, ACK_MESSAGE 200051, CHANGE_MESSAGE_INVISIBLETIME 200053)
-// driven with raw requests: no stock Go client speaks POP (protocol doc §2.9).
+// driven with raw requests: no stock Go client speaks POP.
 
 import (
 	"fmt"

@@ -1,5 +1,5 @@
 // Package namesrv is the name server: the route registry brokers register with and clients ask
-// where a topic lives (rocketmq-protocol.md §2.3, §10).
+// where a topic lives.
 //
 // # What it keeps and why
 //

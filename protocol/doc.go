@@ -9,7 +9,7 @@
 // exact byte shape are part of the protocol, not a detail. Keeping them in one package with golden
 // tests means the name server, the broker and mqadmin cannot drift apart.
 //
-// # JSON conventions (see rocketmq-protocol.md §4)
+// # JSON conventions
 //
 // Java encodes bodies with fastjson 1.x, which differs from standard JSON in two ways that matter:
 //

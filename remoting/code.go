@@ -87,7 +87,7 @@ const (
 
 // Response codes (RocketMQ ResponseCode / RemotingSysResponseCode). Clients
 // react to the number, so a handler must pick the one whose client reaction
-// is the one wanted (protocol doc §3), not merely a plausible name.
+// is the one wanted, not merely a plausible name.
 const (
 	Success                   int32 = 0
 	SystemError               int32 = 1

@@ -59,8 +59,8 @@ func TestEmptyBodyAndFieldsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestWorkedExample decodes the byte example of protocol doc §1.11 in both
-// header forms.
+// TestWorkedExample decodes one SEND_MESSAGE_V2-style frame (code 105, topic T1) in both
+// header forms, byte by byte.
 func TestWorkedExample(t *testing.T) {
 	jsonHeader := `{"code":105,"language":"GO","version":317,"opaque":1,"flag":0,"remark":"","extFields":{"topic":"T1"}}`
 	if len(jsonHeader) != 101 {

@@ -8,7 +8,7 @@ import (
 )
 
 // GetStatus is the outcome of GetMessages, named as RocketMQ's GetMessageStatus so the broker
-// can map it with the table of protocol doc §2.5.
+// can map it to pull response codes as RocketMQ does (broker/pull.go pullCode).
 type GetStatus int
 
 // GetMessages outcomes.

@@ -3,7 +3,7 @@
 //
 // # Why a package of its own
 //
-// This state is broker-local and soft (rocketmq-protocol.md §2.6): it is rebuilt from client
+// This state is broker-local and soft: it is rebuilt from client
 // heartbeats every 30 s, is never persisted and is not replicated. Keeping it apart from request
 // handling lets the membership rules — who is a member, when the members must be told to
 // rebalance — be tested without a store or a network.

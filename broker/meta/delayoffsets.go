@@ -7,8 +7,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// DelayOffsetWrapper is delayOffset.json and the body of GET_ALL_DELAY_OFFSET (protocol doc
-// §6.7): per delay level (1-based), the consume-queue offset of SCHEDULE_TOPIC_XXXX queue
+// DelayOffsetWrapper is delayOffset.json and the body of GET_ALL_DELAY_OFFSET: per delay
+// level (1-based), the consume-queue offset of SCHEDULE_TOPIC_XXXX queue
 // level-1 up to which messages have been delivered to their real topic.
 type DelayOffsetWrapper struct {
 	OffsetTable map[int32]int64 `json:"offsetTable"`

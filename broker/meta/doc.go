@@ -9,7 +9,7 @@
 // plain inputs and a deterministic result (the *At variants take the time explicitly), and the
 // only I/O is the table's own file.
 //
-// # Files (rocketmq-protocol.md §6.7)
+// # Files
 //
 //	config/topics.json            {"topicConfigTable":{...},"dataVersion":{...}}
 //	config/subscriptionGroup.json {"subscriptionGroupTable":{...},"forbiddenTable":{},"dataVersion":{...}}

@@ -7,8 +7,7 @@ import (
 )
 
 // ExtraInfo is the checkpoint handle a POP client sends back with ACK_MESSAGE and
-// CHANGE_MESSAGE_INVISIBLETIME (the message's POP_CK property). Its text is space separated
-// (protocol doc §2.9):
+// CHANGE_MESSAGE_INVISIBLETIME (the message's POP_CK property). Its text is space separated:
 //
 //	<ckQueueOffset> <popTime> <invisibleTime> <reviveQid> <retryFlag> <brokerName> <queueId> <msgQueueOffset>
 //
