@@ -209,6 +209,6 @@ func (b *Broker) warnACLOff(listen string) {
 		raftAdmin = "ALLOWED to anyone (allowUnauthenticatedRaftAdmin=true)"
 	}
 	b.logger.Warn("SECURITY: aclEnable=false and the broker listens beyond loopback: anyone who reaches "+listen+
-		" may create and delete topics and groups, reset consumer offsets and drain this broker; set aclEnable=true (README \"ACL\") or keep the port on a private network",
+		" may create and delete topics and groups, reset consumer offsets and drain this broker; set aclEnable=true (docs/operations.md \"ACL\") or keep the port on a private network",
 		"listen", listen, "raft_membership_requests", raftAdmin)
 }

@@ -59,7 +59,7 @@ type runtimeKey struct {
 	parse func(b *Broker, v string) (func(), error)
 }
 
-// RuntimeConfigKeys lists the keys UPDATE_BROKER_CONFIG accepts, for the README and tests.
+// RuntimeConfigKeys lists the keys UPDATE_BROKER_CONFIG accepts, for docs/operations.md and tests.
 var RuntimeConfigKeys = []string{"brokerPermission", "logLevel", "slaveReadEnable"}
 
 var runtimeKeys = map[string]runtimeKey{

@@ -4,7 +4,7 @@ package broker
 // REQUEST_CODE_NOT_SUPPORTED (3) with a remark naming the request and saying what to do instead,
 // rather than the generic " request type N not supported" of an unknown code. They are
 // registered before the real handlers (registerHandlers), so a code that gains an
-// implementation simply registers over its entry here. The README's "Unsupported request
+// implementation simply registers over its entry here. docs/messaging.md's "Unsupported request
 // codes" section is this table.
 
 import (

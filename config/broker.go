@@ -191,7 +191,7 @@ type Broker struct {
 	DLegerBatchMaxInFlight int64 `prop:"dLegerBatchMaxInFlight"`
 	DLegerBatchLingerMs    int64 `prop:"dLegerBatchLingerMs"`
 
-	// Access control (acl/; README "ACL"). aclEnable is RocketMQ's key; RocketMQ reads the
+	// Access control (acl/; docs/operations.md "ACL"). aclEnable is RocketMQ's key; RocketMQ reads the
 	// accounts from conf/plain_acl.yml, here aclConfigFile names the file (required with
 	// aclEnable). accessKey/secretKey (ours) are the broker's own account, which signs its
 	// requests to name servers (REGISTER_BROKER) and to its Raft leader (forwarded writes): an

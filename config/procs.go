@@ -14,7 +14,7 @@ import (
 // laptop), so it takes cpus / nodes, at least 1. Go's default would give each node every CPU:
 // three nodes and a client on two cores then run up to eight scheduler threads that spin and
 // wake each other across processes, which measured 15 % more CPU per message and a longer
-// tail than one each (README "Benchmarks"). A group spread over machines keeps all CPUs.
+// tail than one each (docs/benchmarks.md). A group spread over machines keeps all CPUs.
 func (b *Broker) Procs(cpus int, envSet bool) (n int, why string) {
 	switch {
 	case b.MaxProcs > 0:

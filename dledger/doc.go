@@ -63,7 +63,7 @@
 // change, which Raft answers on commit without the state machine, is written synchronously. Measured
 // with BenchmarkLogStore (wal+cache vs wal+cache+serial, 10 s, 2026-11-30): 63.6k/61.4k vs
 // 42.8k/50.5k steady msg/s; in the broker the leader's commit went from 6.3-7.0 to 4.2-4.9 ms
-// after dispatch (README "Benchmarks"). SerialLeaderWrite keeps the library's order.
+// after dispatch (docs/benchmarks.md). SerialLeaderWrite keeps the library's order.
 //
 // Every raft-wal fsync (the leader's background one and a follower's inside its write) goes
 // through the process's io_uring where there is one (internal/uring), so the goroutine that waits

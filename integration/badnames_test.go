@@ -39,7 +39,7 @@ const (
 // so the test does not share the code it checks.
 var validNameRE = regexp.MustCompile(`^[%|a-zA-Z0-9_-]{1,255}$`)
 
-// TestBadNamesRefusedOnEveryPath replays the names of issue 21's findings — a path
+// TestBadNamesRefusedOnEveryPath replays the names of the security review's findings — a path
 // (`../../tmp/x`), a NUL, a 10 KB name and `%RETRY%../../..` — on every request that records a
 // group or topic name: HEARTBEAT (consumer group, subscribed topic, producer group),
 // UPDATE/QUERY_CONSUMER_OFFSET, CONSUMER_SEND_MSG_BACK, a send that would auto-create the topic,

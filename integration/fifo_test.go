@@ -14,7 +14,7 @@ import (
 	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 )
 
-// FIFO through the proxy (issue 19): a topic whose message.type is FIFO and an orderly
+// FIFO through the proxy: a topic whose message.type is FIFO and an orderly
 // subscription group, both set with mqadmin; the official 5.x producer sends messages with
 // message groups, the 5.x SimpleConsumer of the orderly group receives each group in send order,
 // and a queue is held while one of its messages is in flight.

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Scale of TestMetadataAtScale (issue 21: 20,000 of each in under a minute).
+// Scale of TestMetadataAtScale (20,000 of each, in under a minute).
 const (
 	scaleTopics      = 20000
 	scaleGroups      = 20000

@@ -1,7 +1,7 @@
 package integration
 
 // Adding a fresh fourth node to a running three-node DLedger group that holds data, and removing
-// it again (README "Adding and removing a node"). The group is filled with RR_NEWNODE_MB MiB
+// it again (docs/operations.md "Adding and removing a node, preferred leader"). The group is filled with RR_NEWNODE_MB MiB
 // (default 16; make chaos: 100) through raw batch sends, with Raft snapshots frequent enough that
 // the leader's log no longer starts at index 1: the new node can only catch up by installing a
 // snapshot (the store's files) and then the log after it, while a light load keeps writing.

@@ -1,6 +1,6 @@
 package integration
 
-// Peer links (issue 21, docs/security.md "Peer links"): the Raft and HA ports of real broker
+// Peer links (docs/security.md "Peer links"): the Raft and HA ports of real broker
 // processes, attacked from this test process with hashicorp/raft's own NetworkTransport and
 // raw sockets.
 

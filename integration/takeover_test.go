@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// TestNamesrvRefusesTakeoverWithoutACL replays issue 21's finding "with ACL off anyone can
+// TestNamesrvRefusesTakeoverWithoutACL replays the security review's finding "with ACL off anyone can
 // register a fake broker and redirect routes, unregister every broker": against a name server
 // with the default configuration (aclEnable=false, allowBrokerTakeover=false), a REGISTER_BROKER
 // claiming a live broker's name and id 0 from another address and an UNREGISTER_BROKER of it

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// The findings of the adversarial pass (issue 21): each must be refused by the validator of its
+// The findings of the adversarial security review: each must be refused by the validator of its
 // kind, and a consumer group whose retry topic would be invalid is refused too.
 func TestValidatorsRefuseFindings(t *testing.T) {
 	bad := []string{"../../tmp/x", "a\x00b", strings.Repeat("g", 10<<10), "%RETRY%../../..", "", "a b", "a/b", "a.b"}

@@ -18,7 +18,7 @@ package namesrv
 //     connection closes its registration goes anyway, RemoveConn).
 //
 // New broker names and ids are still accepted from anyone, as RocketMQ does: the guard keeps
-// the registrations that exist, it does not authenticate (README "ACL"). With ACL on, both
+// the registrations that exist, it does not authenticate (docs/operations.md "ACL"). With ACL on, both
 // requests need an admin signature and the guard is off.
 
 import (

@@ -4,7 +4,7 @@
 // HTTP/2 connections; its simple consumer (consume.go) receives and acks each batch with one
 // call. It does what a proxy needs from a client and no more (no route queries, heartbeats, retries or
 // metrics), so that a benchmark through a proxy measures the proxy rather than the official 5.x
-// client, which costs more CPU per message than the proxy on a shared machine (README, "The
+// client, which costs more CPU per message than the proxy on a shared machine (docs/benchmarks.md, "The
 // gRPC proxy against direct remoting"). It must never be linked with the official client
 // (bench/grpc5): both register the same protobuf names.
 package grpcnative

@@ -49,7 +49,7 @@ func run() int {
 			takeover = "ALLOWED to anyone (allowBrokerTakeover=true)"
 		}
 		logger.Warn("SECURITY: aclEnable=false and the name server listens beyond loopback: anyone who reaches "+cfg.ListenAddr+
-			" may register brokers of their own (new broker names get a share of the routes of the topics they claim), change KV config and wipe write permissions; set aclEnable=true (README \"ACL\") or keep the port on a private network",
+			" may register brokers of their own (new broker names get a share of the routes of the topics they claim), change KV config and wipe write permissions; set aclEnable=true (docs/operations.md \"ACL\") or keep the port on a private network",
 			"listen", cfg.ListenAddr, "takeover_of_live_brokers", takeover)
 	}
 	serverTLS, err := remoting.NewServerTLS(cfg.TLSServerMode, cfg.TLSServerCertPath, cfg.TLSServerKeyPath)
