@@ -31,6 +31,7 @@ import (
 //	RR_FOLLOWER_CUT_WATCH      how long after each heal the leader is watched (default 2s)
 //	RR_FOLLOWER_CUT_PRODUCERS  sync producers (default 2)
 //	RR_FOLLOWER_CUT_KINDS      comma-separated indexes into followerCuts to cycle instead of all
+//	RR_FOLLOWER_CUT_BUSY_DISK  1: keep the disk busy meanwhile (startDiskLoad), to starve fsyncs
 
 // followerCut is one kind of cut that leaves the leader a majority.
 type followerCut struct {
@@ -106,6 +107,10 @@ func TestChaosFollowerCutLeaderStays(t *testing.T) {
 		t.Fatal(err)
 	}
 	term := rs.Term
+	if os.Getenv("RR_FOLLOWER_CUT_BUSY_DISK") == "1" {
+		disk := startDiskLoad(t)
+		defer func() { t.Log(disk.stop()) }()
+	}
 
 	var stepDowns []string
 	var campaigns, fastCampaigns, lateVoter int // the cut nodes' candidate states and fast campaigns; lease warnings about the never-cut voter
