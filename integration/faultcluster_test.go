@@ -623,7 +623,7 @@ func (c *faultCluster) verify(t *testing.T, l *v5Load, topic string) clusterVeri
 }
 
 // report prints the figures per nemesis: faults, sends acknowledged while it was the latest
-// fault, duplicates (by the time their extra copy was stored) and why, and the recovery: fault
+// fault (and between a fault's start and end), duplicates (by the time their extra copy was stored) and why, and the recovery: fault
 // end -> first acknowledged send stored in the faulted group (any group for a proxy kill), and
 // -> first delivery of a message of that group sent after the fault end.
 func (c *faultCluster) report(t *testing.T, faults []clusterFault, l *v5Load, recv *clusterReceiver, res clusterVerified, elapsed time.Duration, producers, rounds int) {
@@ -656,6 +656,7 @@ func (c *faultCluster) report(t *testing.T, faults []clusterFault, l *v5Load, re
 	}
 	type row struct {
 		faults, acked, failed int
+		during                int // acknowledged between a fault's start and its end
 		dups                  map[string]int
 		toSend, toDeliver     durations
 		failover              durations
@@ -698,6 +699,9 @@ func (c *faultCluster) report(t *testing.T, faults []clusterFault, l *v5Load, re
 		}
 		var firstSend, firstDelivery time.Time
 		for _, a := range attempts {
+			if a.ok && a.finish.After(f.start) && !a.finish.After(f.end) {
+				r.during++
+			}
 			if !a.ok || !a.finish.After(f.end) || (f.group >= 0 && groupOf(a.body) != f.group) {
 				continue
 			}
@@ -723,7 +727,7 @@ func (c *faultCluster) report(t *testing.T, faults []clusterFault, l *v5Load, re
 	}
 	t.Logf("CLUSTER: two 3-node groups (%s, %s), one name server, two proxies, each on its own lab host; %d 5.x producers and a SimpleConsumer through both proxies; %d faults in %v",
 		c.groups[0].name, c.groups[1].name, producers, len(faults), elapsed.Round(time.Second))
-	t.Logf("CLUSTER: | nemesis | faults | acknowledged | failed Send calls | lost | duplicates (why) | failover p50/p99 | end -> first SEND_OK p50/p99 | end -> first delivery p50/p99 |")
+	t.Logf("CLUSTER: | nemesis | faults | acknowledged | of which during the faults | failed Send calls | lost | duplicates (why) | failover p50/p99 | end -> first SEND_OK p50/p99 | end -> first delivery p50/p99 |")
 	for _, k := range append([]string{nemWarmUp}, nemeses...) {
 		r := rows[k]
 		if r == nil {
@@ -741,7 +745,7 @@ func (c *faultCluster) report(t *testing.T, faults []clusterFault, l *v5Load, re
 			why = append(why, fmt.Sprintf("%d %s", r.dups[w], w))
 			n += r.dups[w]
 		}
-		t.Logf("CLUSTER: | %s | %d | %d | %d | 0 | %d (%s) | %s / %s | %s / %s | %s / %s |", k, r.faults, r.acked, r.failed, n, strings.Join(why, "; "),
+		t.Logf("CLUSTER: | %s | %d | %d | %d | %d | 0 | %d (%s) | %s / %s | %s / %s | %s / %s |", k, r.faults, r.acked, r.during, r.failed, n, strings.Join(why, "; "),
 			p(r.failover, 50), p(r.failover, 99), p(r.toSend, 50), p(r.toSend, 99), p(r.toDeliver, 50), p(r.toDeliver, 99))
 	}
 	acked := 0
