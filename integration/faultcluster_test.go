@@ -21,6 +21,8 @@ package integration
 //
 //	RR_CLUSTER_FAULTS     rounds of the five nemeses (default 1: one fault of each kind; make faults: 10)
 //	RR_CLUSTER_PRODUCERS  5.x producers sending through both proxies (default 2)
+//	RR_CLUSTER_NEMESES    the nemeses to run, comma-separated among kill, cut, pause, nscut, proxy
+//	                      (default all five, in that order)
 
 import (
 	"context"
@@ -72,6 +74,27 @@ const (
 
 var nemeses = []string{nemKill, nemCut, nemPause, nemNsCut, nemProxy}
 
+// nemesisNames are RR_CLUSTER_NEMESES's names for them.
+var nemesisNames = map[string]string{"kill": nemKill, "cut": nemCut, "pause": nemPause, "nscut": nemNsCut, "proxy": nemProxy}
+
+// clusterNemeses is RR_CLUSTER_NEMESES.
+func clusterNemeses(t testing.TB) []string {
+	t.Helper()
+	v := os.Getenv("RR_CLUSTER_NEMESES")
+	if v == "" {
+		return nemeses
+	}
+	var out []string
+	for _, n := range strings.Split(v, ",") {
+		kind, ok := nemesisNames[strings.TrimSpace(n)]
+		if !ok {
+			t.Fatalf("RR_CLUSTER_NEMESES=%q: %q is none of kill, cut, pause, nscut, proxy", v, n)
+		}
+		out = append(out, kind)
+	}
+	return out
+}
+
 // TestFaultClusterTwoGroups builds a lab of ten hosts and runs itself again in the client host
 // (runInLab); there it starts the cluster and runs the nemeses.
 func TestFaultClusterTwoGroups(t *testing.T) {
@@ -85,6 +108,7 @@ func TestFaultClusterTwoGroups(t *testing.T) {
 	}
 	rounds := envPositive(t, "RR_CLUSTER_FAULTS", 1)
 	producers := envPositive(t, "RR_CLUSTER_PRODUCERS", 2)
+	kinds := clusterNemeses(t)
 	c := startFaultCluster(t)
 
 	topic, group := uniq("Cluster"), uniq("GCluster")
@@ -101,14 +125,14 @@ func TestFaultClusterTwoGroups(t *testing.T) {
 	var faults []clusterFault
 	start := time.Now()
 	for r := range rounds {
-		for k, kind := range nemeses {
-			n := r*len(nemeses) + k
+		for k, kind := range kinds {
+			n := r*len(kinds) + k
 			if n > 0 {
 				time.Sleep(time.Until(faults[n-1].start.Add(faultSpacing)))
 			}
 			f := c.runNemesis(t, kind, n%2, load)
 			faults = append(faults, f)
-			t.Logf("fault %d/%d: %s on %s: %s; lasted %v", n+1, rounds*len(nemeses), kind, f.target, f.detail, f.end.Sub(f.start).Round(time.Millisecond))
+			t.Logf("fault %d/%d at %s: %s on %s: %s; lasted %v", n+1, rounds*len(kinds), f.start.Format("15:04:05.000"), kind, f.target, f.detail, f.end.Sub(f.start).Round(time.Millisecond))
 		}
 	}
 	load.waitAcked(50, 60*time.Second, "5.x sends acknowledged after the last fault")
@@ -544,9 +568,19 @@ func (c *faultCluster) verify(t *testing.T, l *v5Load, topic string) clusterVeri
 		}
 	}
 	unknown := proxyUnknownSends(t, c.proxies[0], c.proxies[1])
-	nearKill := func(at time.Time) bool {
+	ackedAt := map[string]time.Time{}
+	for _, a := range attempts {
+		if a.ok {
+			ackedAt[a.body] = a.finish
+		}
+	}
+	// nearKill: a copy stored in the 3 s before a proxy was killed, of a body whose Send was still
+	// waiting for its answer then (acknowledged after the kill, or never): the answer died with
+	// the proxy and the client sent it again through the other one.
+	nearKill := func(body string, at time.Time) bool {
 		for _, k := range c.proxyKills {
-			if at.After(k.Add(-3*time.Second)) && !at.After(k) {
+			acked, ok := ackedAt[body]
+			if at.After(k.Add(-3*time.Second)) && !at.After(k) && (!ok || acked.After(k)) {
 				return true
 			}
 		}
@@ -569,6 +603,17 @@ func (c *faultCluster) verify(t *testing.T, l *v5Load, topic string) clusterVeri
 			continue
 		}
 		slices.SortFunc(copies, func(a, b clusterCopy) int { return a.at.Compare(b.at) })
+		var where []string
+		for _, cp := range copies {
+			where = append(where, fmt.Sprintf("group %d queue %d offset %d id %s stored %s", cp.group, cp.queue, cp.off, cp.id, cp.at.Format("15:04:05.000")))
+		}
+		var tries []string
+		for _, a := range attempts {
+			if a.body == body {
+				tries = append(tries, fmt.Sprintf("%s-%s ok=%v %s", a.start.Format("15:04:05.000"), a.finish.Format("15:04:05.000"), a.ok, a.err))
+			}
+		}
+		t.Logf("duplicate %s: copies [%s]; Send calls [%s]", short(body), strings.Join(where, "; "), strings.Join(tries, "; "))
 		perID := map[string][]clusterCopy{}
 		var ids []string
 		for _, cp := range copies {
@@ -582,7 +627,7 @@ func (c *faultCluster) verify(t *testing.T, l *v5Load, topic string) clusterVeri
 			cps := perID[id]
 			near := 0
 			for _, cp := range cps {
-				if nearKill(cp.at) {
+				if nearKill(body, cp.at) {
 					near++
 				}
 			}
