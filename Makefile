@@ -8,9 +8,19 @@ UNIT_PKGS := $(shell $(GO) list ./... | grep -v /integration)
 
 all: build
 
+# The version stamped into every binary (internal/version; --version, banners, /status,
+# brokerStatus): a VERSION file's content if there is one, else git describe; the commit and
+# the build time (UTC). Unstamped builds (go build, go test) fall back to the Go toolchain's
+# VCS information.
+VERSION  ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := rocketraft/internal/version
+LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
+
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"rocketraft/internal/version"
 )
 
 // command is one mqadmin sub-command: its name, a one-line summary, and setup, which registers the
@@ -127,7 +129,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(args) > 1 {
 			c := lookup(args[1])
 			if c == nil {
-				fmt.Fprintf(stderr, "mqadmin: unknown command %q; run 'mqadmin help'\n", args[1])
+				fmt.Fprint(stderr, unknownCommand(args[1]))
 				return 2
 			}
 			fmt.Fprint(stdout, commandUsage(c))
@@ -135,10 +137,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprint(stdout, Usage())
 		return 0
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version.Line("mqadmin"))
+		return 0
 	}
 	c := lookup(name)
 	if c == nil {
-		fmt.Fprintf(stderr, "mqadmin: unknown command %q; run 'mqadmin help'\n", name)
+		fmt.Fprint(stderr, unknownCommand(name))
 		return 2
 	}
 	var g globalOptions
@@ -176,6 +181,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer t.Close()
 	if err := run(ctx, t); err != nil {
 		fmt.Fprintf(stderr, "mqadmin %s: %v\n", name, err)
+		if h := refusedHint(err, t.cfg.NamesrvAddrs); h != "" {
+			fmt.Fprintf(stderr, "mqadmin %s: %s", name, h)
+		}
 		if errors.Is(err, ErrUsage) {
 			fmt.Fprintf(stderr, "Run 'mqadmin %s -h' for usage.\n", name)
 			return 2

@@ -9,6 +9,7 @@ import (
 
 	"rocketraft/broker/meta"
 	"rocketraft/fsm"
+	"rocketraft/internal/version"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -141,8 +142,10 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	}
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	table := map[string]string{
-		"brokerVersionDesc":           brokerVersionDesc,
-		"brokerVersion":               strconv.Itoa(int(remoting.ServerVersion)),
+		"brokerVersionDesc": brokerVersionDesc,
+		"brokerVersion":     strconv.Itoa(int(remoting.ServerVersion)),
+		// Ours: which rocketraft build runs (internal/version), beside RocketMQ's keys.
+		"rocketraftVersion":           version.Get().String(),
 		"brokerRole":                  b.roleName(),
 		"brokerName":                  b.cfg.BrokerName,
 		"brokerAddr":                  b.brokerAddr,

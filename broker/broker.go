@@ -50,6 +50,7 @@ type Broker struct {
 	securityWarnings []string
 	cfg              *config.Broker
 	logger           hclog.Logger
+	regLog           registerLog // collapses repeated registration failures (registerlog.go)
 	storeHost        netip.AddrPort
 	brokerAddr       string
 

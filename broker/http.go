@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"rocketraft/internal/opshttp"
+	"rocketraft/internal/version"
 )
 
 // statusPagePublicPaths are the status page's static files (statuspage.go, webui): no data,
@@ -60,6 +61,7 @@ func (b *Broker) httpHandler() http.Handler {
 			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.brokerID(),
 			"role": b.roleName(), "addr": b.brokerAddr, "store": st,
 			"putTotal": b.stats.putTotal.Load(), "getTotal": b.stats.getTotal.Load(),
+			"version": version.Get(), // internal/version: version, commit, goVersion, buildDate
 		}
 		if err != nil {
 			status["storeError"] = err.Error()

@@ -186,15 +186,16 @@ func (b *Broker) registerAll() bool {
 			resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, copyExt(ext), body))
 			if err != nil {
 				failed.Store(true)
-				b.logger.Warn("register with name server failed", "namesrv", addr, "error", err)
+				b.regLog.failed(b.logger, addr, "register with name server failed", "error", err)
 				return
 			}
 			if resp.Code != remoting.Success {
 				failed.Store(true)
-				b.logger.Warn("name server refused registration", "namesrv", addr, "code", resp.Code, "remark", resp.Remark)
+				b.regLog.failed(b.logger, addr, "name server refused registration", "code", resp.Code, "remark", resp.Remark)
 				return
 			}
 			b.logger.Debug("registered with name server", "namesrv", addr)
+			b.regLog.ok(b.logger, addr)
 			b.onRegisterAnswer(resp) // a slave learns its master here
 		}(addr)
 	}

@@ -16,13 +16,17 @@
 //     --autoCreateTopicEnable=false).
 //
 // Keys are case-sensitive, as in RocketMQ. An unknown key in a file is not fatal: it is returned
-// as a warning for the caller to log (RocketMQ silently ignores such keys). A value that does not
+// as a warning for the caller to log, naming the closest known key (RocketMQ silently ignores
+// such keys); with strictConfig=true it is an error. An unknown flag is always an error. A value that does not
 // parse is an error that names the key and the value, e.g. `brokerId: invalid integer "x"`.
 // Durations are integers in milliseconds, as in RocketMQ; the helpers (FlushInterval, ...) turn
 // them into time.Duration.
 //
 // Tag syntax: `prop:"<key>"` names the key; an optional `alias:"<k1>,<k2>"` lists other
 // spellings accepted for the same field (RocketMQ renamed a few keys between versions, e.g.
-// mapedFileSizeCommitLog → mappedFileSizeCommitLog). Fields without a prop tag are not
-// configurable.
+// mapedFileSizeCommitLog → mappedFileSizeCommitLog). `help:"..."` is the flag's one-line
+// meaning, `group:"..."` starts a --help section (identity, network, store, messages, dledger,
+// ha, proxy, security, operations; the following fields stay in it until the next group tag),
+// and `unit:"..."` is stated in errors about the value (keys ending in Ms/Millis/Sec/MB get
+// theirs from the name). Fields without a prop tag are not configurable.
 package config

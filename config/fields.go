@@ -24,6 +24,9 @@ func keyErr(key, format string, args ...any) error {
 type field struct {
 	key     string   // primary RocketMQ key
 	aliases []string // other accepted spellings
+	help    string   // one-line meaning (help tag), shown by --help
+	group   string   // help section (group tag, carried to the following fields)
+	unit    string   // unit of an integer value (unit tag), stated in errors about it
 	v       reflect.Value
 }
 
@@ -37,6 +40,7 @@ func fieldsOf(cfg any) []field {
 	rv = rv.Elem()
 	rt := rv.Type()
 	var out []field
+	group := ""
 	for i := 0; i < rt.NumField(); i++ {
 		sf := rt.Field(i)
 		key, ok := sf.Tag.Lookup("prop")
@@ -48,7 +52,13 @@ func fieldsOf(cfg any) []field {
 		default:
 			panic(fmt.Sprintf("config: field %s (%s) has unsupported type %s", sf.Name, key, sf.Type))
 		}
-		f := field{key: key, v: rv.Field(i)}
+		if g := sf.Tag.Get("group"); g != "" {
+			group = g
+		}
+		f := field{key: key, v: rv.Field(i), help: sf.Tag.Get("help"), group: group, unit: sf.Tag.Get("unit")}
+		if f.unit == "" {
+			f.unit = unitFromName(key)
+		}
 		if a := sf.Tag.Get("alias"); a != "" {
 			f.aliases = strings.Split(a, ",")
 		}
@@ -88,14 +98,85 @@ func (f field) set(key, s string) error {
 	case reflect.Int, reflect.Int64:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return keyErr(key, "invalid integer %q", s)
+			return keyErr(key, "invalid integer %q%s", s, f.unitNote())
 		}
 		if f.v.OverflowInt(n) {
-			return keyErr(key, "integer %q out of range", s)
+			return keyErr(key, "integer %q out of range%s", s, f.unitNote())
 		}
 		f.v.SetInt(n)
 	}
 	return nil
+}
+
+// unitNote is " (unit: hours)" for a field with a unit, "" otherwise.
+func (f field) unitNote() string {
+	if f.unit == "" {
+		return ""
+	}
+	return " (unit: " + f.unit + ")"
+}
+
+// unitFromName guesses the unit of an untagged key from RocketMQ's naming habits: *Ms, *Millis,
+// *Mills are milliseconds, *Sec/*Seconds seconds, *MB mebibytes. "" when the name says nothing.
+func unitFromName(key string) string {
+	switch {
+	case strings.HasSuffix(key, "Ms"), strings.HasSuffix(key, "Millis"), strings.HasSuffix(key, "Mills"):
+		return "milliseconds"
+	case strings.HasSuffix(key, "Sec"), strings.HasSuffix(key, "Seconds"):
+		return "seconds"
+	case strings.HasSuffix(key, "MB"):
+		return "MiB"
+	}
+	return ""
+}
+
+// addUnits appends the key's unit to every *KeyError inside err (a single error or an
+// errors.Join tree) whose key has one that the message does not already state, so a rejected
+// value says how it is read: `fileReservedTime: must be > 0, got -1 (unit: hours)`.
+func addUnits(cfg any, err error) {
+	if err == nil {
+		return
+	}
+	units := map[string]string{}
+	for _, f := range fieldsOf(cfg) {
+		if f.unit != "" {
+			units[f.key] = f.unit
+			for _, a := range f.aliases {
+				units[a] = f.unit
+			}
+		}
+	}
+	var walk func(error)
+	walk = func(e error) {
+		if ke, ok := e.(*KeyError); ok {
+			if u := units[ke.Key]; u != "" && !strings.Contains(ke.Msg, "(unit: ") {
+				ke.Msg += " (unit: " + u + ")"
+			}
+			return
+		}
+		switch w := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range w.Unwrap() {
+				walk(c)
+			}
+		case interface{ Unwrap() error }:
+			walk(w.Unwrap())
+		}
+	}
+	walk(err)
+}
+
+// MissingHelp lists the keys of cfg (a pointer to a struct with prop tags) whose help tag is
+// empty or only restates the key ("property X"); tests of each binary keep it empty.
+func MissingHelp(cfg any) []string {
+	var out []string
+	for _, f := range fieldsOf(cfg) {
+		h := strings.TrimSpace(f.help)
+		if h == "" || strings.EqualFold(h, "property "+f.key) || strings.EqualFold(h, f.key) || f.group == "" {
+			out = append(out, f.key)
+		}
+	}
+	return out
 }
 
 // String formats the field's current value the way it would be written in a properties file.

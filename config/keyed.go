@@ -7,6 +7,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"rocketraft/internal/suggest"
 )
 
 // Keyed configuration in JSON: the same `prop`-tagged structs and generated --<key>=<value>
@@ -29,11 +31,8 @@ type JSONFile struct {
 // does not validate.
 func LoadJSON(name string, cfg any, file JSONFile, shorthands map[string]string, args []string) error {
 	fs, configFile, vals := newFlagSetFile(name, cfg, shorthands, fileFlag{name: file.Name, usage: file.Usage})
-	if err := fs.Parse(singleDashLong(args, file.Name)); err != nil {
+	if err := parseFlags(fs, cfg, singleDashLong(args, file.Name)); err != nil {
 		return err
-	}
-	if rest := fs.Args(); len(rest) > 0 {
-		return fmt.Errorf("unexpected argument %q (flags take the form --key=value)", rest[0])
 	}
 	if *configFile != "" {
 		data, err := os.ReadFile(*configFile)
@@ -56,8 +55,7 @@ func LoadJSON(name string, cfg any, file JSONFile, shorthands map[string]string,
 
 // JSONUsage is the flag help of a program loaded with LoadJSON.
 func JSONUsage(name string, cfg any, file JSONFile, shorthands map[string]string) string {
-	fs, _, _ := newFlagSetFile(name, cfg, shorthands, fileFlag{name: file.Name, usage: file.Usage})
-	return "Usage of " + name + ":\n" + fs.FlagUsages()
+	return groupedUsage(name, cfg, shorthands, fileFlag{name: file.Name, usage: file.Usage})
 }
 
 // ApplyJSON sets the keys of the JSON object data on cfg. name labels the source in errors.
@@ -79,7 +77,7 @@ func ApplyJSON(cfg any, name string, data []byte) error {
 	for _, k := range keys {
 		f, ok := idx[k]
 		if !ok {
-			return fmt.Errorf("%s: %w", name, keyErr(k, "unknown key"))
+			return fmt.Errorf("%s: %w", name, keyErr(k, "unknown key%s", suggest.Hint(k, allKeys(cfg))))
 		}
 		var text string
 		switch v := obj[k].(type) {

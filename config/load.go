@@ -6,20 +6,29 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strings"
 
 	"github.com/magiconair/properties"
 	"github.com/spf13/pflag"
+
+	"rocketraft/internal/suggest"
 )
 
 // ErrHelp is returned by LoadBroker and LoadNamesrv when -h/--help was given; the caller prints
 // BrokerUsage / NamesrvUsage and exits 0.
 var ErrHelp = pflag.ErrHelp
 
+// ErrVersion is returned by LoadBroker, LoadNamesrv and LoadJSON when --version was given; the
+// caller prints internal/version's line and exits 0.
+var ErrVersion = errors.New("version requested")
+
 // target is what LoadBroker and LoadNamesrv have in common.
 type target interface {
 	// normalize fills values derived from other keys and returns warnings.
 	normalize() []string
 	Validate() error
+	// strict reports strictConfig: an unknown key stops start-up instead of being a warning.
+	strict() bool
 }
 
 // flagValue is the pflag.Value behind every generated --<key> flag. It only records the text;
@@ -65,42 +74,116 @@ func newFlagSetFile(name string, cfg any, shorthands map[string]string, file fil
 	fs.SetOutput(io.Discard) // errors are returned, usage is printed by the caller
 	fs.SortFlags = false
 	configFile := fs.StringP(file.name, file.short, "", file.usage)
+	addSwitch(fs, versionFlag, "", versionUsage)
 	var vals []*flagValue
 	for _, f := range fieldsOf(cfg) {
-		v := &flagValue{f: f, def: f.String()}
-		fl := fs.VarPF(v, f.key, shorthands[f.key], "property "+f.key)
-		if f.v.Kind() == reflect.Bool {
-			fl.NoOptDefVal = "true"
-		}
-		for _, a := range f.aliases {
-			al := fs.VarPF(v, a, "", "alias of --"+f.key)
-			al.NoOptDefVal = fl.NoOptDefVal
-			if !shownAliases[a] {
-				_ = fs.MarkHidden(a)
-			}
-		}
-		vals = append(vals, v)
+		vals = append(vals, addFieldFlag(fs, f, shorthands[f.key]))
 	}
 	return fs, configFile, vals
+}
+
+// versionFlag is the --version flag every daemon has.
+const versionFlag = "version"
+
+const versionUsage = "print the version, commit, Go version and build date, then exit"
+
+// switchValue is a boolean flag shown in the usage as a bare switch ("--version"), as the key
+// flags are; pflag's own bool flags are shown as "--version[=true|false]".
+type switchValue bool
+
+func (s *switchValue) Set(v string) error {
+	switch strings.ToLower(v) {
+	case "true":
+		*s = true
+	case "false":
+		*s = false
+	default:
+		return fmt.Errorf("invalid boolean %q (want true or false)", v)
+	}
+	return nil
+}
+func (s *switchValue) String() string { return fmt.Sprint(bool(*s)) }
+func (s *switchValue) Type() string   { return "bool" }
+
+// addSwitch defines a switchValue flag on fs.
+func addSwitch(fs *pflag.FlagSet, name, short, usage string) *switchValue {
+	v := new(switchValue)
+	fs.VarPF(v, name, short, usage).NoOptDefVal = "true"
+	return v
+}
+
+// addFieldFlag defines --<key> (and its aliases) for f on fs.
+func addFieldFlag(fs *pflag.FlagSet, f field, shorthand string) *flagValue {
+	v := &flagValue{f: f, def: f.String()}
+	fl := fs.VarPF(v, f.key, shorthand, f.help)
+	if f.v.Kind() == reflect.Bool {
+		fl.NoOptDefVal = "true"
+	}
+	for _, a := range f.aliases {
+		al := fs.VarPF(v, a, "", "alias of --"+f.key)
+		al.NoOptDefVal = fl.NoOptDefVal
+		if !shownAliases[a] {
+			_ = fs.MarkHidden(a)
+		}
+	}
+	return v
+}
+
+// parseFlags parses args into fs, turning --version into ErrVersion and an unknown flag's error
+// into one with the closest known flags.
+func parseFlags(fs *pflag.FlagSet, cfg any, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return unknownFlagHint(err, cfg)
+	}
+	if fl := fs.Lookup(versionFlag); fl != nil && fl.Value.String() == "true" {
+		return ErrVersion
+	}
+	if rest := fs.Args(); len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q (flags take the form --key=value)", rest[0])
+	}
+	return nil
+}
+
+// unknownFlagHint adds "did you mean" to pflag's "unknown flag: --x" error.
+func unknownFlagHint(err error, cfg any) error {
+	const prefix = "unknown flag: --"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, prefix) {
+		return err
+	}
+	name := strings.TrimPrefix(msg, prefix)
+	return fmt.Errorf("%w%s", err, suggest.Hint(name, allKeys(cfg)))
+}
+
+// allKeys lists every key and alias of cfg.
+func allKeys(cfg any) []string {
+	var out []string
+	for _, f := range fieldsOf(cfg) {
+		out = append(out, f.key)
+		out = append(out, f.aliases...)
+	}
+	return out
+}
+
+// unknownKey is the message for a key no field has, with the closest known keys.
+func unknownKey(name, key string, cfg any) string {
+	return fmt.Sprintf("%s: unknown key %q ignored%s", name, key, suggest.Hint(key, allKeys(cfg)))
 }
 
 // load applies, in order, the properties file named by -c/--config and the flags in args
 // (args excludes the program name), then normalizes and validates cfg.
 func load(name string, cfg target, shorthands map[string]string, args []string) ([]string, error) {
 	fs, configFile, vals := newFlagSet(name, cfg, shorthands)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, cfg, args); err != nil {
 		return nil, err
 	}
-	if rest := fs.Args(); len(rest) > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (flags take the form --key=value)", rest[0])
-	}
-	var warnings []string
+	var unknown []string
 	if *configFile != "" {
-		w, err := applyFile(cfg, *configFile)
+		u, err := applyFile(cfg, *configFile)
 		if err != nil {
 			return nil, err
 		}
-		warnings = append(warnings, w...)
+		unknown = u
 	}
 	for _, v := range vals {
 		if v.set {
@@ -109,15 +192,19 @@ func load(name string, cfg target, shorthands map[string]string, args []string) 
 			}
 		}
 	}
-	warnings = append(warnings, cfg.normalize()...)
+	if len(unknown) > 0 && cfg.strict() {
+		return nil, fmt.Errorf("%s (strictConfig=true: unknown keys stop start-up)", strings.Join(unknown, "; "))
+	}
+	warnings := append(unknown, cfg.normalize()...)
 	if err := cfg.Validate(); err != nil {
+		addUnits(cfg, err)
 		return warnings, err
 	}
 	return warnings, nil
 }
 
-// applyFile sets every key of a .properties file on cfg. Unknown keys become warnings; a
-// value that does not parse is an error naming the file, the key and the value.
+// applyFile sets every key of a .properties file on cfg and returns one message per unknown
+// key; a value that does not parse is an error naming the file, the key and the value.
 func applyFile(cfg any, path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -127,7 +214,8 @@ func applyFile(cfg any, path string) ([]string, error) {
 }
 
 // ApplyProperties sets the keys of the .properties text data on cfg (a *Broker or *Namesrv).
-// name labels the source in messages. It returns one warning per unknown key and an error
+// name labels the source in messages. It returns one warning per unknown key (naming the
+// closest known keys: "did you mean") and an error
 // (wrapping a *KeyError) for the first value that does not parse. It does not normalize or
 // validate.
 func ApplyProperties(cfg any, name string, data []byte) ([]string, error) {
@@ -142,7 +230,7 @@ func ApplyProperties(cfg any, name string, data []byte) ([]string, error) {
 		val, _ := p.Get(k)
 		f, ok := idx[k]
 		if !ok {
-			warnings = append(warnings, fmt.Sprintf("%s: unknown key %q ignored", name, k))
+			warnings = append(warnings, unknownKey(name, k, cfg))
 			continue
 		}
 		if err := f.set(k, val); err != nil {
@@ -154,8 +242,57 @@ func ApplyProperties(cfg any, name string, data []byte) ([]string, error) {
 
 // usage renders the flag help of a daemon.
 func usage(name string, cfg any, shorthands map[string]string) string {
-	fs, _, _ := newFlagSet(name, cfg, shorthands)
-	return "Usage of " + name + ":\n" + fs.FlagUsages()
+	return groupedUsage(name, cfg, shorthands, propertiesFile)
+}
+
+// helpGroups are the --help sections, in order, and their titles; a field's group tag names
+// one (fields without one follow the previous field's).
+var helpGroups = []struct{ key, title string }{
+	{"identity", "Identity"},
+	{"network", "Network"},
+	{"store", "Store"},
+	{"messages", "Topics, messages and consumers"},
+	{"dledger", "DLedger (Raft replication)"},
+	{"ha", "Classic HA (master/slave)"},
+	{"proxy", "Local proxy"},
+	{"security", "ACL and security"},
+	{"operations", "Operations (HTTP, logs, limits)"},
+}
+
+// groupedUsage renders the general flags (configuration file, --version, --help), then one
+// section per help group with its keys' flags and meanings.
+func groupedUsage(name string, cfg any, shorthands map[string]string, file fileFlag) string {
+	var b strings.Builder
+	b.WriteString("Usage of " + name + ":\n")
+	gen := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	gen.StringP(file.name, file.short, "", file.usage)
+	addSwitch(gen, versionFlag, "", versionUsage)
+	addSwitch(gen, "help", "h", "print this help, grouped by subject")
+	b.WriteString(gen.FlagUsages())
+	fields := fieldsOf(cfg)
+	done := map[string]bool{}
+	section := func(key, title string) {
+		fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+		fs.SortFlags = false
+		for _, f := range fields {
+			if f.group == key {
+				addFieldFlag(fs, f, shorthands[f.key])
+			}
+		}
+		if u := fs.FlagUsages(); u != "" {
+			b.WriteString("\n" + title + ":\n" + u)
+		}
+		done[key] = true
+	}
+	for _, g := range helpGroups {
+		section(g.key, g.title)
+	}
+	for _, f := range fields {
+		if !done[f.group] {
+			section(f.group, f.group)
+		}
+	}
+	return b.String()
 }
 
 // joinKeyErrors returns nil for no errors, and errors.Join otherwise.

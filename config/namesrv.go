@@ -12,54 +12,57 @@ import (
 type Namesrv struct {
 	// ListenAddr is the remoting address to bind; --listen is accepted as a flag alias.
 	// Default 127.0.0.1:9876 (RocketMQ binds all interfaces; set 0.0.0.0:9876 for that).
-	ListenAddr string `prop:"listenAddr" alias:"listen"`
+	ListenAddr string `prop:"listenAddr" alias:"listen" group:"network" help:"remoting address to bind, host:port (also --listen)"`
 	// ListenPort is RocketMQ's namesrv key; when non-zero it replaces the port of listenAddr.
-	ListenPort int `prop:"listenPort"`
+	ListenPort int `prop:"listenPort" help:"when non-zero, replaces the port of listenAddr"`
 	// BrokerExpiry (ours; RocketMQ's fixed BROKER_CHANNEL_EXPIRED_TIME) drops a broker whose
 	// last registration is older than this many ms. Default 120000.
-	BrokerExpiry int64 `prop:"brokerExpiry"`
+	BrokerExpiry int64 `prop:"brokerExpiry" unit:"milliseconds" help:"drop a broker whose last registration is older than this, ms"`
 	// ScanNotActiveBrokerInterval is how often expired brokers are looked for, ms. Default 5000.
-	ScanNotActiveBrokerInterval int64 `prop:"scanNotActiveBrokerInterval"`
+	ScanNotActiveBrokerInterval int64 `prop:"scanNotActiveBrokerInterval" unit:"milliseconds" help:"how often expired brokers are looked for, ms"`
 	// KvConfigPath is where KV config would be persisted. Default $HOME/namesrv/kvConfig.json.
-	KvConfigPath string `prop:"kvConfigPath"`
+	KvConfigPath string `prop:"kvConfigPath" group:"store" help:"file the KV configuration is persisted to"`
 	// OrderMessageEnable serves orderTopicConf from the KV namespace ORDER_TOPIC_CONFIG.
-	OrderMessageEnable bool `prop:"orderMessageEnable"`
+	OrderMessageEnable bool `prop:"orderMessageEnable" group:"messages" help:"serve orderTopicConf from the ORDER_TOPIC_CONFIG namespace"`
 	// AclEnable (RocketMQ's key name): brokers' registrations, unregistrations and the other
 	// route and KV writes need a request signed by an admin account of AclConfigFile. Reads
 	// (routes, cluster info) stay open: clients need them before anything else.
-	AclEnable bool `prop:"aclEnable"`
+	AclEnable bool `prop:"aclEnable" group:"security" help:"registrations and route/KV writes need an admin signature"`
 	// AclConfigFile is the plain_acl.yml-compatible accounts file (required with AclEnable).
-	AclConfigFile string `prop:"aclConfigFile"`
+	AclConfigFile string `prop:"aclConfigFile" help:"accounts file (plain_acl.yml format)"`
 	// AllowBrokerTakeover (ours): with aclEnable=false, a REGISTER_BROKER that would replace a
 	// live registration of the same broker name and id from another address (unless that
 	// address is already a member of the group: DLedger failover) and an UNREGISTER_BROKER of a
 	// live broker from another connection are refused unless this is true. Default false.
-	AllowBrokerTakeover bool `prop:"allowBrokerTakeover"`
+	AllowBrokerTakeover bool `prop:"allowBrokerTakeover" help:"without ACL, let another address replace a live broker's registration"`
 	// LogLevel (ours): debug | info | warn | error. Default info.
-	LogLevel string `prop:"logLevel"`
+	LogLevel string `prop:"logLevel" group:"operations" help:"debug | info | warn | error"`
 	// LogFormat (ours): text or json (one object per line, for log shippers). Default text.
-	LogFormat string `prop:"logFormat"`
+	LogFormat string `prop:"logFormat" help:"text | json (one object per line)"`
 	// HTTPPort (ours) serves Prometheus metrics on /metrics, the status page and its /cluster
 	// JSON at this port. Default 0 = off.
-	HTTPPort int `prop:"httpPort"`
+	HTTPPort int `prop:"httpPort" help:"HTTP port for /metrics, the status page and /cluster (0 = off)"`
 	// HTTPBindAddress (ours) is the IP the HTTP port binds: 127.0.0.1 by default, 0.0.0.0 for a
 	// remote Prometheus.
-	HTTPBindAddress string `prop:"httpBindAddress"`
+	HTTPBindAddress string `prop:"httpBindAddress" help:"IP the HTTP port binds"`
 	// HTTPAuthToken (ours), when set, is required on /metrics and /cluster as
 	// "Authorization: Bearer <token>". Default "" = none.
-	HTTPAuthToken string `prop:"httpAuthToken"`
+	HTTPAuthToken string `prop:"httpAuthToken" help:"bearer token required on /metrics and /cluster (\"\" = none)"`
 	// TLS on the remoting port, as the broker's keys (RocketMQ's TlsSystemConfig names):
 	// tls.server.mode disabled (default) | permissive | enforcing, with the PEM certificate and
 	// key; the name server refuses to start with TLS on and no certificate.
-	TLSServerMode     string `prop:"tls.server.mode"`
-	TLSServerCertPath string `prop:"tls.server.certPath"`
-	TLSServerKeyPath  string `prop:"tls.server.keyPath"`
+	TLSServerMode     string `prop:"tls.server.mode" group:"security" help:"TLS on the remoting port: disabled | permissive | enforcing"`
+	TLSServerCertPath string `prop:"tls.server.certPath" help:"PEM certificate (chain) the remoting port presents"`
+	TLSServerKeyPath  string `prop:"tls.server.keyPath" help:"PEM private key of tls.server.certPath"`
 	// TLSEnable (tls.enable) makes the status page's connections to brokers (httpPort) TLS, for
 	// brokers whose remoting port enforces TLS; certificates are not verified.
-	TLSEnable bool `prop:"tls.enable"`
+	TLSEnable bool `prop:"tls.enable" help:"the status page's connections to brokers use TLS"`
 	// MaxConnections (ours) bounds the open remoting connections; one more is closed at accept
 	// with a (rate-limited) log line. Default 10000; -1 = unbounded.
-	MaxConnections int `prop:"maxConnections"`
+	MaxConnections int `prop:"maxConnections" help:"most open remoting connections (-1 = unbounded)"`
+	// StrictConfig (ours): an unknown key in the properties file stops start-up (exit status 2)
+	// instead of being logged as a warning. Default false, as RocketMQ ignores such keys.
+	StrictConfig bool `prop:"strictConfig" group:"operations" help:"an unknown key in the configuration file stops start-up (exit status 2)"`
 }
 
 // NewNamesrv returns a Namesrv holding the defaults.
@@ -98,6 +101,8 @@ func NamesrvUsage() string { return usage("mqnamesrv", NewNamesrv(), nil) }
 
 // Normalize applies listenPort to listenAddr. LoadNamesrv calls it.
 func (n *Namesrv) Normalize() []string { return n.normalize() }
+
+func (n *Namesrv) strict() bool { return n.StrictConfig }
 
 func (n *Namesrv) normalize() []string {
 	if n.ListenPort != 0 {

@@ -18,12 +18,13 @@ import (
 // Node is one member of a Raft group: hashicorp/raft with a TCP transport, a bbolt stable store, the
 // configured log store behind a cache of its newest entries, and file snapshots.
 type Node struct {
-	cfg   Config
-	raft  *raft.Raft
-	trans *netTransport
-	logs  io.Closer
-	cache *logCache // nil when disabled (LogCacheSize < 0)
-	stab  *raftboltdb.BoltStore
+	cfg     Config
+	peerLog *peerLog // raft's logger; closed at shutdown
+	raft    *raft.Raft
+	trans   *netTransport
+	logs    io.Closer
+	cache   *logCache // nil when disabled (LogCacheSize < 0)
+	stab    *raftboltdb.BoltStore
 
 	notify      chan bool     // raft.Config.NotifyCh
 	changes     chan bool     // LeaderChanges, latest value wins
@@ -169,7 +170,9 @@ func (n *Node) raftConfig() *raft.Config {
 	c.TrailingLogs = n.cfg.TrailingLogs
 	c.BatchApplyCh = true // entries in flight together share one log write and fsync
 	c.NotifyCh = n.notify
-	c.Logger = n.cfg.Logger.Named("raft")
+	// Raft's repeated per-peer failure lines are collapsed (peerlog.go).
+	n.peerLog = newPeerLog(n.cfg.Logger.Named("raft"))
+	c.Logger = n.peerLog
 	c.NoLegacyTelemetry = true
 	// A leader removed from the configuration steps down and stays up as a non-member (as a
 	// removed follower does) instead of shutting Raft down under the broker: the broker sees

@@ -56,6 +56,7 @@ func (n *Node) shutdown() error {
 		n.cfg.Logger.Error("raft did not stop within the shutdown bound; going on without it",
 			"bound", raftStopWait, "hint", "a peer that accepts connections but never answers, or a state machine or disk that does not return")
 	}
+	n.peerLog.close()
 	n.raft.DeregisterObserver(n.leaderObs)
 	if n.voteObs != nil {
 		n.raft.DeregisterObserver(n.voteObs)

@@ -17,61 +17,61 @@ import (
 // --<key>=<value> flags through config.LoadJSON, and docs/proxy.md lists them.
 type Config struct {
 	// NamesrvAddr lists the name servers, ';'-separated.
-	NamesrvAddr string `prop:"namesrvAddr"`
+	NamesrvAddr string `prop:"namesrvAddr" group:"network" help:"name servers, host:port;host:port"`
 	// RocketMQClusterName is the cluster behind the proxy; it labels the proxy's metrics.
-	RocketMQClusterName string `prop:"rocketMQClusterName"`
+	RocketMQClusterName string `prop:"rocketMQClusterName" group:"identity" help:"cluster behind the proxy; labels its metrics"`
 	// GrpcServerPort is where RocketMQ 5 clients connect (default 8081).
-	GrpcServerPort int `prop:"grpcServerPort"`
+	GrpcServerPort int `prop:"grpcServerPort" group:"network" help:"gRPC port RocketMQ 5 clients connect to"`
 	// ListenHost is the address the gRPC port binds (default 0.0.0.0).
-	ListenHost string `prop:"listenHost"`
+	ListenHost string `prop:"listenHost" help:"address the gRPC port binds"`
 	// RemotingListenPort is where RocketMQ 4.x clients connect, using the proxy as their name
 	// server and every broker group's address (default 8080; 0 = any free port; -1 = off).
-	RemotingListenPort int `prop:"remotingListenPort"`
+	RemotingListenPort int `prop:"remotingListenPort" help:"remoting port for 4.x clients (0 = any free port, -1 = off)"`
 	// TLSCertPath and TLSKeyPath are the PEM certificate and key the gRPC port presents to
 	// clients that speak TLS; empty: a self-signed one made at start. Plaintext clients are
 	// served on the same port.
-	TLSCertPath string `prop:"tlsCertPath"`
-	TLSKeyPath  string `prop:"tlsKeyPath"`
+	TLSCertPath string `prop:"tlsCertPath" group:"security" help:"PEM certificate of the gRPC port (\"\" = self-signed at start)"`
+	TLSKeyPath  string `prop:"tlsKeyPath" help:"PEM private key of tlsCertPath"`
 	// TLSServerMode (RocketMQ's tls.server.mode) is the remoting listener's TLS: disabled
 	// (default), permissive (TLS and plaintext on one port) or enforcing (TLS only), with the
 	// certificate of tlsCertPath/tlsKeyPath, which must then be set (no self-signed fallback).
 	// Enforcing also closes plaintext connections to the gRPC port.
-	TLSServerMode string `prop:"tls.server.mode"`
+	TLSServerMode string `prop:"tls.server.mode" help:"TLS on the remoting listener: disabled | permissive | enforcing"`
 	// TLSEnable (RocketMQ's tls.enable) makes the proxy's connections to name servers and
 	// brokers TLS; TLSClientAuthServer verifies their certificates against
 	// TLSClientTrustCertPath (system roots when empty).
-	TLSEnable              bool   `prop:"tls.enable"`
-	TLSClientAuthServer    bool   `prop:"tls.client.authServer"`
-	TLSClientTrustCertPath string `prop:"tls.client.trustCertPath"`
+	TLSEnable              bool   `prop:"tls.enable" help:"connections to name servers and brokers use TLS"`
+	TLSClientAuthServer    bool   `prop:"tls.client.authServer" help:"verify the certificates of those connections"`
+	TLSClientTrustCertPath string `prop:"tls.client.trustCertPath" help:"PEM CA file for tls.client.authServer (\"\" = system roots)"`
 	// MaxConnections (ours) bounds the remoting listener's open connections (default 10000;
 	// -1 unbounded).
-	MaxConnections int `prop:"maxConnections"`
+	MaxConnections int `prop:"maxConnections" help:"most open remoting connections (-1 = unbounded)"`
 	// GrpcShutdownTimeSeconds bounds a graceful stop: calls in flight get this long to finish
 	// (default 30), then the rest are cut.
-	GrpcShutdownTimeSeconds int `prop:"grpcShutdownTimeSeconds"`
+	GrpcShutdownTimeSeconds int `prop:"grpcShutdownTimeSeconds" group:"operations" unit:"seconds" help:"graceful stop: calls in flight get this long, seconds"`
 
 	// AclEnable checks every call's authorization header against the accounts of AclConfigFile
 	// (plain_acl.yml format, the file the brokers read; reloaded when it changes).
-	AclEnable     bool   `prop:"aclEnable"`
-	AclConfigFile string `prop:"aclConfigFile"`
+	AclEnable     bool   `prop:"aclEnable" group:"security" help:"check every call's signature against aclConfigFile"`
+	AclConfigFile string `prop:"aclConfigFile" help:"accounts file (plain_acl.yml format), reloaded when it changes"`
 	// AccessKey and SecretKey are the proxy's own account: it signs its requests to name servers
 	// and brokers with it, as a 4.x client does. Empty: requests go unsigned.
-	AccessKey string `prop:"accessKey"`
-	SecretKey string `prop:"secretKey"`
+	AccessKey string `prop:"accessKey" help:"the proxy's own access key, signs its requests (\"\" = unsigned)"`
+	SecretKey string `prop:"secretKey" help:"secret key of accessKey"`
 
 	// MetricsExporterType is DISABLE (default) or PROM: Prometheus text on
 	// http://<metricsPromExporterHost>:<metricsPromExporterPort>/metrics.
-	MetricsExporterType     string `prop:"metricsExporterType"`
-	MetricsPromExporterHost string `prop:"metricsPromExporterHost"` // default: listenHost
-	MetricsPromExporterPort int    `prop:"metricsPromExporterPort"` // default 5557; 0 = any free port
+	MetricsExporterType     string `prop:"metricsExporterType" group:"operations" help:"DISABLE | PROM (Prometheus text on /metrics)"`
+	MetricsPromExporterHost string `prop:"metricsPromExporterHost" help:"address the metrics port binds (default listenHost)"` // default: listenHost
+	MetricsPromExporterPort int    `prop:"metricsPromExporterPort" help:"metrics port (0 = any free port)"`                    // default 5557; 0 = any free port
 	// MetricsAuthToken (ours), when set, is required on /metrics as "Authorization: Bearer
 	// <token>" (401 otherwise), as httpAuthToken on the broker's and name server's HTTP ports:
 	// the metrics port binds every interface by default, as RocketMQ's does.
-	MetricsAuthToken string `prop:"metricsAuthToken"`
+	MetricsAuthToken string `prop:"metricsAuthToken" help:"bearer token required on /metrics (\"\" = none)"`
 
 	// LogLevel (debug | info | warn | error) and LogFormat (text | json), as the broker's.
-	LogLevel  string `prop:"logLevel"`
-	LogFormat string `prop:"logFormat"`
+	LogLevel  string `prop:"logLevel" help:"debug | info | warn | error"`
+	LogFormat string `prop:"logFormat" help:"text | json (one object per line)"`
 
 	// RouteTTL is how long a topic's route is used before it is asked again (default 3 s); a
 	// failed send refreshes it at once.

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"rocketraft/bench"
+	"rocketraft/internal/version"
 )
 
 const usage = `mqbench: benchmark a RocketMQ-compatible broker with the official Go client
@@ -36,6 +38,7 @@ Usage:
   mqbench produce -n <namesrv[;namesrv...]> -t <topic> [flags]
   mqbench consume -n <namesrv[;namesrv...]> -t <topic> -g <group> [flags]
   mqbench <command> --help
+  mqbench --version
 
 Each second one line is printed (msg/s, MiB/s, p50/p99/p999/max latency in
 ms, errors), then a summary of the steady state (after --warmup).
@@ -78,6 +81,9 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		err = consume(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
+		return 0
+	case "--version", "-version", "version":
+		fmt.Fprintln(stdout, version.Line(filepath.Base(os.Args[0])))
 		return 0
 	default:
 		fmt.Fprintf(stderr, "mqbench: unknown command %q\n\n%s", args[0], usage)

@@ -17,6 +17,7 @@ import (
 	"rocketraft/broker"
 	"rocketraft/config"
 	"rocketraft/internal/uring"
+	"rocketraft/internal/version"
 	"rocketraft/proxy"
 )
 
@@ -36,6 +37,10 @@ func run() int {
 	cfg, warnings, err := config.LoadBroker(os.Args[1:])
 	if errors.Is(err, config.ErrHelp) {
 		fmt.Fprint(os.Stderr, config.BrokerUsage())
+		return 0
+	}
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Println(version.Line("mqbroker"))
 		return 0
 	}
 	if err != nil {
@@ -65,6 +70,7 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The broker[%s, %s] boot success. namesrv=%s store=%s\n", cfg.BrokerName, b.Addr(), cfg.NamesrvAddr, cfg.StorePathRootDir)
+	fmt.Printf("version: %s\n", version.Get())
 	fmt.Printf("cluster=%s role=%s brokerId=%d commitlog=%s httpPort=%d logFormat=%s procs=%d\n",
 		cfg.BrokerClusterName, b.Role(), b.BrokerID(), cfg.StorePathCommitLog, cfg.HTTPPort, cfg.LogFormat, runtime.GOMAXPROCS(0))
 	if cfg.EnableDLegerCommitLog {

@@ -13,6 +13,7 @@ import (
 
 	"rocketraft/acl"
 	"rocketraft/config"
+	"rocketraft/internal/version"
 	"rocketraft/namesrv"
 	"rocketraft/remoting"
 )
@@ -25,6 +26,10 @@ func run() int {
 	cfg, warnings, err := config.LoadNamesrv(os.Args[1:])
 	if errors.Is(err, config.ErrHelp) {
 		fmt.Fprint(os.Stderr, config.NamesrvUsage())
+		return 0
+	}
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Println(version.Line("mqnamesrv"))
 		return 0
 	}
 	if err != nil {
@@ -85,6 +90,7 @@ func run() int {
 		return 1
 	}
 	fmt.Printf("The Name Server boot success. listen=%s serializeType=JSON tls.server.mode=%s\n", srv.Addr(), cfg.TLSServerMode)
+	fmt.Printf("version: %s\n", version.Get())
 	if a := srv.HTTPAddr(); a != "" {
 		fmt.Printf("HTTP endpoints (/metrics): http://%s\n", a)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"rocketraft/config"
+	"rocketraft/internal/version"
 	"rocketraft/proxy"
 )
 
@@ -39,6 +40,10 @@ func run() int {
 		fmt.Fprint(os.Stderr, config.JSONUsage("mqproxy", &def, configFile, shorthands))
 		return 0
 	}
+	if errors.Is(err, config.ErrVersion) {
+		fmt.Println(version.Line("mqproxy"))
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mqproxy: %v\n", err)
 		return 2
@@ -50,6 +55,7 @@ func run() int {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "The Proxy boot success. grpc=%s remoting=%s namesrv=%s metrics=%s\n", srv.Addr(), srv.RemotingAddr(), cfg.NamesrvAddr, srv.MetricsAddr())
+	fmt.Fprintf(os.Stderr, "version: %s\n", version.Get())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	s := <-sig
