@@ -106,15 +106,25 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if sub.SQL != nil {
 		filterByProperties(&res, sub)
 	}
-	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
-	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
-	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
-	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
 	resp.Remark = res.Status.String()
 	resp.Code = pullCode(res.Status)
 	if (res.Status == storage.NoMessageInQueue || res.Status == storage.NoMatchedLogicQueue) && p.QueueOffset != 0 {
 		resp.Code = remoting.PullOffsetMoved
 	}
+	if resp.Code == remoting.PullOffsetMoved && res.Status != storage.OffsetTooSmall && b.brokerID() != 0 {
+		// A replica (a DLedger follower, a node not yet a ready leader, a classic slave) may
+		// simply be behind its master: an offset beyond its queue's end is one it has not
+		// applied yet, not a wrong one. Moving the consumer would make it commit that replica's
+		// lower end as its offset (a regression the master then stores) and consume again
+		// what it had consumed; it retries at the same offset instead, as RocketMQ's slaves
+		// answer without offsetCheckInSlave.
+		resp.Code = remoting.PullRetryImmediately
+		res.NextBeginOffset = p.QueueOffset
+	}
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
+	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
+	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
+	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
 	b.offsets.SetPullOffset(p.ConsumerGroup, p.Topic, p.QueueID, res.NextBeginOffset)
 	if resp.Code == remoting.Success {
 		resp.Body = res.Body

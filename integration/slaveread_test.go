@@ -40,6 +40,22 @@ func TestRaftGroupSlaveRead(t *testing.T) {
 	if got := pullSuggestion(t, f.addr, group, topic, 99); got != 0 {
 		t.Fatalf("pull of the last message on a follower suggests broker %d, want 0", got)
 	}
+	// An offset beyond a replica's end is one it has not applied yet: the follower answers
+	// "retry" at the same offset, where the leader (whose end it is past) moves the consumer.
+	for _, c := range []struct {
+		b        *broker
+		code     int
+		nextWant string
+	}{{f, codePullRetryImmediately, "150"}, {leader, codePullOffsetMoved, "100"}} {
+		resp, err := rawRequest(c.b.addr, codePullMessage, map[string]string{
+			"consumerGroup": group, "topic": topic, "queueId": "0", "queueOffset": "150",
+			"maxMsgNums": "1", "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0",
+			"subscription": "*", "subVersion": "0", "expressionType": "TAG",
+		}, nil, 10*time.Second)
+		if err != nil || int(resp.Code) != c.code || resp.ExtFields["nextBeginOffset"] != c.nextWant {
+			t.Fatalf("pull at 150 (end 100) from %s: %v %+v; want code %d, nextBeginOffset %s", c.b.addr, err, resp, c.code, c.nextWant)
+		}
+	}
 
 	before := map[*broker]int64{}
 	for _, b := range g.followers(leader) {
@@ -62,6 +78,12 @@ func TestRaftGroupSlaveRead(t *testing.T) {
 	}
 	t.Logf("slave read: %d messages consumed, %d of them pulled from followers", c.got.count(), served)
 }
+
+// Pull answer codes (RocketMQ's ResponseCode).
+const (
+	codePullRetryImmediately = 20
+	codePullOffsetMoved      = 21
+)
 
 // pullSuggestion sends one raw pull of queue 0 at off and returns the answer's suggestWhichBrokerId.
 func pullSuggestion(t testing.TB, addr, group, topic string, off int64) int64 {
