@@ -274,17 +274,23 @@ func (p *offsetPoller) close() {
 	<-p.done
 }
 
-// regressions lists every reading below an earlier reading of the same queue (no test here
-// resets offsets, so none is explained).
+// regressions lists every drop of a queue's committed offset below an earlier reading (no test
+// here resets offsets, so none is explained); readings of the same drop count once.
 func (p *offsetPoller) regressions() (samples int, out []polledRegression) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for q, ss := range p.samples {
 		samples += len(ss)
 		var best polledOffset
+		var last polledRegression
 		for i, s := range ss {
 			if i > 0 && s.off < best.off {
-				out = append(out, polledRegression{q, best, s})
+				if len(out) > 0 && last.queue == q && last.was == best {
+					out[len(out)-1].readings++ // the same drop read again
+					continue
+				}
+				last = polledRegression{queue: q, was: best, seen: s, readings: 1}
+				out = append(out, last)
 			}
 			if i == 0 || s.off > best.off {
 				best = s
@@ -294,9 +300,12 @@ func (p *offsetPoller) regressions() (samples int, out []polledRegression) {
 	return samples, out
 }
 
+// polledRegression is one drop of a queue's committed offset below the highest value read
+// before it, and how many readings showed it.
 type polledRegression struct {
 	queue     int
 	was, seen polledOffset
+	readings  int
 }
 
 // ---- per-fault attribution and the table ----
@@ -316,6 +325,7 @@ type nemesisRow struct {
 	lost, unexpected, order int
 	regressions, duplicates int
 	dupWhy                  map[string]int
+	dupLogged               int
 	toSend, toDeliver       durations
 	findings                []string
 }
@@ -435,7 +445,7 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 		}
 		g.waitOffsetsConverged(t, 90*time.Second, leader, l.topic, queues)
 		ackAt := map[string]time.Time{}
-		firstFail := map[string]time.Time{}
+		firstFail, failEnd := map[string]time.Time{}, map[string]time.Time{}
 		fails := map[string][]string{}
 		tries := map[string]int{}
 		for _, a := range l.attempts {
@@ -445,7 +455,7 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 				continue
 			}
 			if _, ok := firstFail[a.body]; !ok {
-				firstFail[a.body] = a.start
+				firstFail[a.body], failEnd[a.body] = a.start, a.finish
 			}
 			fails[a.body] = append(fails[a.body], a.err)
 		}
@@ -524,6 +534,11 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 				why = "unacknowledged sends stored (" + errClass(fails[body][0]) + ")"
 			}
 			r.dupWhy[why] += extra
+			if r.dupLogged < 3 {
+				r.dupLogged++
+				t.Logf("run %d, %s: duplicate %s stored %d times: %s; first failed attempt %s-%s: %s", run, windowOf(ws, firstFail[body]),
+					short(body), n, why, firstFail[body].Format("15:04:05.000"), failEnd[body].Format("15:04:05.000"), summarizeErrs(fails[body]))
+			}
 		}
 		if l.ordered {
 			checkOrder(l, ref, ackAt, ws, &v, ft, finding)
@@ -535,8 +550,8 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 		for _, rg := range regs {
 			v.regressions++
 			ft.row(windowOf(ws, rg.seen.at)).regressions++
-			finding(rg.seen.at, fmt.Sprintf("OFFSET REGRESSION queue %d: %d read from %s at %s, then %d from %s at %s", rg.queue,
-				rg.was.off, rg.was.addr, rg.was.at.Format("15:04:05.000"), rg.seen.off, rg.seen.addr, rg.seen.at.Format("15:04:05.000")))
+			finding(rg.seen.at, fmt.Sprintf("OFFSET REGRESSION queue %d: %d read from %s at %s, then %d from %s at %s (%d readings below)", rg.queue,
+				rg.was.off, rg.was.addr, rg.was.at.Format("15:04:05.000"), rg.seen.off, rg.seen.addr, rg.seen.at.Format("15:04:05.000"), rg.readings))
 		}
 	}
 	for _, b := range g.nodes {
