@@ -32,6 +32,8 @@ import (
 //	                    with a send in flight (a retry after an unknown outcome), so back-to-back
 //	                    faults of the short CI run cannot reach 0.1 %; every duplicate must be
 //	                    explained in either case
+//	RR_FAULTS_OFFSETS   "fail" (default): a committed-offset regression fails the run; "report":
+//	                    it is only counted in the table (see docs/faults.md for the open finding)
 
 // faultConfig is the runner's knobs.
 type faultConfig struct {
@@ -41,17 +43,19 @@ type faultConfig struct {
 	hold, gap      time.Duration
 	seed           int64
 	dupPct         float64
+	offsetsFail    bool
 }
 
 func faultConfigFromEnv(t testing.TB) faultConfig {
 	t.Helper()
 	c := faultConfig{
-		each:     envInt(t, "RR_FAULTS_EACH", 1),
-		composed: envInt(t, "RR_FAULTS_COMPOSED", 2),
-		runs:     envPositive(t, "RR_FAULTS_RUNS", 1),
-		hold:     2 * time.Second,
-		dupPct:   1,
-		seed:     time.Now().UnixNano(),
+		each:        envInt(t, "RR_FAULTS_EACH", 1),
+		composed:    envInt(t, "RR_FAULTS_COMPOSED", 2),
+		runs:        envPositive(t, "RR_FAULTS_RUNS", 1),
+		hold:        2 * time.Second,
+		dupPct:      1,
+		offsetsFail: true,
+		seed:        time.Now().UnixNano(),
 	}
 	known := map[string]bool{}
 	for _, mk := range nemesisCatalog() {
@@ -91,6 +95,13 @@ func faultConfigFromEnv(t testing.TB) faultConfig {
 			t.Fatalf("RR_FAULTS_DUP_PCT=%q: want a percentage from 0 to 100", v)
 		}
 		c.dupPct = f
+	}
+	switch v := os.Getenv("RR_FAULTS_OFFSETS"); v {
+	case "", "fail":
+	case "report":
+		c.offsetsFail = false
+	default:
+		t.Fatalf("RR_FAULTS_OFFSETS=%q: want fail or report", v)
 	}
 	if v := os.Getenv("RR_FAULTS_SEED"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -269,7 +280,7 @@ func runFaultLab(t *testing.T, run int, c faultConfig, lab *netlab.Lab, hosts []
 	v := checkFaultRun(t, run, g, []checkedLoad{
 		{topic: topic, attempts: attempts, acked: acked},
 		{topic: otopic, attempts: oattempts, acked: oacked, ordered: true},
-	}, ws, poller, ft)
+	}, ws, poller, c.offsetsFail, ft)
 	if limit := float64(v.sends) * c.dupPct / 100; float64(v.duplicates) > limit {
 		t.Errorf("run %d: %d duplicates in %d sends, more than %g %% (RR_FAULTS_DUP_PCT)", run, v.duplicates, v.sends, c.dupPct)
 	}
