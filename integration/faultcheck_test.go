@@ -615,6 +615,8 @@ func checkOrder(l checkedLoad, ref map[int][]*record, ackAt map[string]time.Time
 // errClass shortens a send error to its kind, for the duplicates' causes.
 func errClass(e string) string {
 	switch {
+	case strings.Contains(e, "outcome is unknown"):
+		return "an unknown-outcome answer"
 	case strings.Contains(e, "timeout") || strings.Contains(e, "deadline"):
 		return "a timeout"
 	case strings.Contains(e, "connection") || strings.Contains(e, "EOF") || strings.Contains(e, "broken pipe"):
@@ -626,4 +628,19 @@ func errClass(e string) string {
 		e = e[:40]
 	}
 	return strconv.Quote(e)
+}
+
+// FuzzParseOrdered: the ordered-body parser never panics, and reads back what orderedBody wrote.
+func FuzzParseOrdered(f *testing.F) {
+	f.Add("ord-g3-0000042-" + chaosPad)
+	f.Add("ord-g-1-x")
+	f.Add("p0-0000001-" + chaosPad)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, body string) {
+		if g, seq, ok := parseOrdered(body); ok && g >= 0 && seq >= 0 && seq < 1e7 {
+			if g2, seq2, ok2 := parseOrdered(orderedBody(g, seq)); !ok2 || g2 != g || seq2 != seq {
+				t.Fatalf("round trip of group %d seq %d from %q: %d %d %v", g, seq, body, g2, seq2, ok2)
+			}
+		}
+	})
 }
