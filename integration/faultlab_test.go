@@ -25,7 +25,7 @@ import (
 //	RR_FAULTS_RUNS      runs, each on a fresh name server and group (default 1)
 //	RR_FAULTS_HOLD      how long each fault lasts, and a crash's downtime (default 2s)
 //	RR_FAULTS_SEED      seed of the order and the targets (default: the time; logged)
-//	RR_FAULTS_GAP       load without faults after each recovery (default 0; make faults: 20s), so
+//	RR_FAULTS_GAP       load without faults after each recovery (default 0; make faults: 10s), so
 //	                    a run has the volume between faults that a duplicate rate needs
 //	RR_FAULTS_DUP_PCT   largest duplicate share of sends a run may have, in percent (default 1;
 //	                    make faults: 0.1). Each leader loss leaves about one duplicate per producer
