@@ -485,7 +485,7 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 			}
 			for q := range queues {
 				if !slices.EqualFunc(ref[q], got[q], sameRecord) {
-					finding(time.Now(), fmt.Sprintf("REPLICAS DIFFER: %s queue %d/%d holds %d records, leader %s %d", b.proc.name, q, len(got[q]), len(got[q]), leader.proc.name, len(ref[q])))
+					finding(time.Now(), fmt.Sprintf("REPLICAS DIFFER: %s: queue %d of %s holds %d records, leader %s %d (or other ones)", b.proc.name, q, l.topic, len(got[q]), leader.proc.name, len(ref[q])))
 				}
 			}
 		}
