@@ -165,9 +165,9 @@ type faultCluster struct {
 // 1+3i..3+3i and the proxies on the last two, and starts them.
 func startFaultCluster(t *testing.T) *faultCluster {
 	t.Helper()
-	var hs []*netlab.Host
+	var hs []netlab.Host
 	for _, h := range labHosts {
-		hs = append(hs, &netlab.Host{Name: h.netns, IP: h.ip})
+		hs = append(hs, netlab.Host{Name: h.netns, IP: h.ip})
 	}
 	lab, err := netlab.Attach(hs)
 	if err != nil {
@@ -178,11 +178,11 @@ func startFaultCluster(t *testing.T) *faultCluster {
 			t.Logf("heal the lab: %v", err)
 		}
 	})
-	hs = lab.Hosts()
-	c := &faultCluster{lab: lab, nsHost: hs[0], hosts: map[*broker]*netlab.Host{}}
+	lh := lab.Hosts()
+	c := &faultCluster{lab: lab, nsHost: lh[0], hosts: map[*broker]*netlab.Host{}}
 	c.ns = startNamesrv(t) // on labHosts[0] (namesrvHost)
 	for i := range c.groups {
-		c.groupHosts[i] = hs[1+3*i : 4+3*i]
+		c.groupHosts[i] = lh[1+3*i : 4+3*i]
 	}
 	// Both groups start at once, then each waits for its own election and registration.
 	for i := range c.groups {
@@ -199,7 +199,7 @@ func startFaultCluster(t *testing.T) *faultCluster {
 		}
 	}
 	for i := range c.proxies {
-		c.proxies[i] = startProxyOn(t, c.ns, hs[7+i])
+		c.proxies[i] = startProxyOn(t, c.ns, lh[7+i])
 		// The client re-dials a dead proxy with a blocking dial holding its connection table's
 		// lock (TestProxyTwoProxiesKill): a short dial keeps it going through the other.
 		dialTimeouts.Store(c.proxies[i].addr, 300*time.Millisecond)

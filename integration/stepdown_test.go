@@ -92,7 +92,10 @@ func TestChaosFollowerCutLeaderStays(t *testing.T) {
 		ip, netns := brokerHost(i)
 		hosts = append(hosts, netlab.Host{Name: netns, IP: ip})
 	}
-	lab := netlab.Remote(hosts...)
+	lab, err := netlab.Attach(hosts)
+	if err != nil {
+		t.Fatalf("attach to the lab: %v", err)
+	}
 	t.Cleanup(func() { _ = lab.Heal() })
 	host := func(b *broker) *netlab.Host { return lab.Hosts()[g.nodeIndex(b)] }
 
