@@ -108,7 +108,7 @@ func TestChaosDiskFaults(t *testing.T) {
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first disk fault")
 
-	var stopped, served, rejoined durations
+	var stopped, routed, firstOK, served, rejoined durations
 	repeats := 0 // a restarted node's later DISK FAILURE on an error its previous run left unseen
 	for k, f := range plan {
 		repeats += superviseDiskFailures(t, g, nil)
@@ -146,10 +146,11 @@ func TestChaosDiskFaults(t *testing.T) {
 			t.Fatalf("%s: %d DISK FAILURE lines logged, want 1; log tail:\n%s", f, n, tail(victim.proc.logPath, 4096))
 		}
 
-		// The others serve: a new leader if the faulty node led, and the load goes on.
-		if f.leader {
-			g.waitMaster(t, 20*time.Second, victim)
-		}
+		// The others serve: a new leader if the faulty node led (in the name server's route), a
+		// raw send acknowledged by it, and the load goes on.
+		master := g.waitMaster(t, 20*time.Second, victim)
+		routed = append(routed, time.Since(stopAt))
+		firstOK = append(firstOK, probeFirstAck(t, load, master, topic, k, 20*time.Second).Sub(stopAt))
 		target := load.nAcked.Load() + 20
 		for deadline := time.Now().Add(30 * time.Second); load.nAcked.Load() < target; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
@@ -164,8 +165,9 @@ func TestChaosDiskFaults(t *testing.T) {
 		restarted := time.Now()
 		starts := restartAfterDiskFault(t, victim)
 		rejoined = append(rejoined, time.Since(restarted))
-		t.Logf("disk fault %d/%d, %s on %s: it exited %v after the fault, the group acknowledged again %v after the exit, restarted it registered in %v (%d start(s))",
-			k+1, len(plan), f, victim.proc.name, stopped[k].Round(time.Millisecond), served[k].Round(time.Millisecond), rejoined[k].Round(time.Millisecond), starts)
+		t.Logf("disk fault %d/%d, %s on %s: it exited %v after the fault; after the exit: master in route %v, first SEND_OK %v, load acknowledged again %v; restarted it registered in %v (%d start(s))",
+			k+1, len(plan), f, victim.proc.name, stopped[k].Round(time.Millisecond), routed[k].Round(time.Millisecond), firstOK[k].Round(time.Millisecond),
+			served[k].Round(time.Millisecond), rejoined[k].Round(time.Millisecond), starts)
 	}
 	for _, b := range g.nodes {
 		if logContains(b, "lost bytes it had synced") || logContains(b, "REPLICA DIVERGED") {
@@ -177,7 +179,8 @@ func TestChaosDiskFaults(t *testing.T) {
 	t.Logf("CHAOS disk faults: messages sent %d (failed attempts %d), acknowledged %d, lost 0, duplicates %d (each explained by a failed attempt and its retry); commitlogs byte-identical over %d bytes",
 		res.distinct, res.failedAttempts, res.acked, res.duplicates, res.commitLogBytes)
 	t.Logf("CHAOS disk faults: %d later DISK FAILURE exit(s) of a node restarted after its fault (an unseen writeback error reported to the new run), restarted as a supervisor would", repeats)
-	t.Logf("CHAOS disk faults: fault -> exit %v; exit -> acknowledged again %v; restart -> registered %v", stopped, served, rejoined)
+	t.Logf("CHAOS disk faults: fault -> exit %v; exit -> master in route %v; exit -> first SEND_OK %v; exit -> load acknowledged again %v; restart -> registered %v",
+		stopped, routed, firstOK, served, rejoined)
 }
 
 // restartAfterDiskFault starts b again, as a supervisor that restarts on failure would, up to 6
