@@ -108,7 +108,7 @@ func TestChaosDiskFaults(t *testing.T) {
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first disk fault")
 
-	var stopped, routed, firstOK, served, rejoined durations
+	var stopped, routed, firstOK, served, rejoined, caught durations
 	repeats := 0 // a restarted node's later DISK FAILURE on an error its previous run left unseen
 	for k, f := range plan {
 		repeats += superviseDiskFailures(t, g, nil)
@@ -165,9 +165,11 @@ func TestChaosDiskFaults(t *testing.T) {
 		restarted := time.Now()
 		starts := restartAfterDiskFault(t, victim)
 		rejoined = append(rejoined, time.Since(restarted))
-		t.Logf("disk fault %d/%d, %s on %s: it exited %v after the fault; after the exit: master in route %v, first SEND_OK %v, load acknowledged again %v; restarted it registered in %v (%d start(s))",
+		waitNodeCaughtUp(t, g, victim, topic)
+		caught = append(caught, time.Since(restarted))
+		t.Logf("disk fault %d/%d, %s on %s: it exited %v after the fault; after the exit: master in route %v, first SEND_OK %v, load acknowledged again %v; restarted it registered in %v (%d start(s)) and caught up in %v",
 			k+1, len(plan), f, victim.proc.name, stopped[k].Round(time.Millisecond), routed[k].Round(time.Millisecond), firstOK[k].Round(time.Millisecond),
-			served[k].Round(time.Millisecond), rejoined[k].Round(time.Millisecond), starts)
+			served[k].Round(time.Millisecond), rejoined[k].Round(time.Millisecond), starts, caught[k].Round(time.Millisecond))
 	}
 	for _, b := range g.nodes {
 		if logContains(b, "lost bytes it had synced") || logContains(b, "REPLICA DIVERGED") {
@@ -179,8 +181,8 @@ func TestChaosDiskFaults(t *testing.T) {
 	t.Logf("CHAOS disk faults: messages sent %d (failed attempts %d), acknowledged %d, lost 0, duplicates %d (each explained by a failed attempt and its retry); commitlogs byte-identical over %d bytes",
 		res.distinct, res.failedAttempts, res.acked, res.duplicates, res.commitLogBytes)
 	t.Logf("CHAOS disk faults: %d later DISK FAILURE exit(s) of a node restarted after its fault (an unseen writeback error reported to the new run), restarted as a supervisor would", repeats)
-	t.Logf("CHAOS disk faults: fault -> exit %v; exit -> master in route %v; exit -> first SEND_OK %v; exit -> load acknowledged again %v; restart -> registered %v",
-		stopped, routed, firstOK, served, rejoined)
+	t.Logf("CHAOS disk faults: fault -> exit %v; exit -> master in route %v; exit -> first SEND_OK %v; exit -> load acknowledged again %v; restart -> registered %v; restart -> caught up %v",
+		stopped, routed, firstOK, served, rejoined, caught)
 }
 
 // restartAfterDiskFault starts b again, as a supervisor that restarts on failure would, up to 6
@@ -291,4 +293,30 @@ func TestDiskFaultStableStore(t *testing.T) {
 	res := verifyGroup(t, g, load)
 	t.Logf("stable-store fault: the follower left at the election with DISK FAILURE (exit 74) and rejoined after its restart; acknowledged %d, lost 0, duplicates %d; commitlogs byte-identical over %d bytes",
 		res.acked, res.duplicates, res.commitLogBytes)
+}
+
+// waitNodeCaughtUp waits until b holds every queue of topic up to where the current master held it
+// when called: the restarted node caught up with what was written while it was down.
+func waitNodeCaughtUp(t *testing.T, g *raftGroup, b *broker, topic string) {
+	t.Helper()
+	master := g.waitMaster(t, 20*time.Second, nil)
+	n, err := queueCount(g.ns.addr, topic)
+	if err != nil {
+		t.Fatalf("queues of %s: %v", topic, err)
+	}
+	want := make([]int64, n)
+	for q := range n {
+		if want[q], err = maxOffset(master.addr, topic, q); err != nil {
+			t.Fatalf("max offset of queue %d on %s: %v", q, master.proc.name, err)
+		}
+	}
+	eventually(t, 60*time.Second, b.proc.name+" caught up", func() error {
+		for q := range n {
+			got, err := maxOffset(b.addr, topic, q)
+			if err != nil || got < want[q] {
+				return fmt.Errorf("queue %d: max offset %d (%v), want >= %d", q, got, err, want[q])
+			}
+		}
+		return nil
+	})
 }
