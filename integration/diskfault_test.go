@@ -165,7 +165,7 @@ func TestChaosDiskFaults(t *testing.T) {
 		restarted := time.Now()
 		starts := restartAfterDiskFault(t, victim)
 		rejoined = append(rejoined, time.Since(restarted))
-		waitNodeCaughtUp(t, g, victim, topic)
+		repeats += waitNodeCaughtUp(t, g, victim, topic)
 		caught = append(caught, time.Since(restarted))
 		t.Logf("disk fault %d/%d, %s on %s: it exited %v after the fault; after the exit: master in route %v, first SEND_OK %v, load acknowledged again %v; restarted it registered in %v (%d start(s)) and caught up in %v",
 			k+1, len(plan), f, victim.proc.name, stopped[k].Round(time.Millisecond), routed[k].Round(time.Millisecond), firstOK[k].Round(time.Millisecond),
@@ -296,8 +296,10 @@ func TestDiskFaultStableStore(t *testing.T) {
 }
 
 // waitNodeCaughtUp waits until b holds every queue of topic up to where the current master held it
-// when called: the restarted node caught up with what was written while it was down.
-func waitNodeCaughtUp(t *testing.T, g *raftGroup, b *broker, topic string) {
+// when called: the restarted node caught up with what was written while it was down. It
+// restarts any node that exits with the disk-failure code meanwhile (superviseDiskFailures) and
+// returns how many.
+func waitNodeCaughtUp(t *testing.T, g *raftGroup, b *broker, topic string) int {
 	t.Helper()
 	master := g.waitMaster(t, 20*time.Second, nil)
 	n, err := queueCount(g.ns.addr, topic)
@@ -310,13 +312,25 @@ func waitNodeCaughtUp(t *testing.T, g *raftGroup, b *broker, topic string) {
 			t.Fatalf("max offset of queue %d on %s: %v", q, master.proc.name, err)
 		}
 	}
-	eventually(t, 60*time.Second, b.proc.name+" caught up", func() error {
-		for q := range n {
-			got, err := maxOffset(b.addr, topic, q)
-			if err != nil || got < want[q] {
-				return fmt.Errorf("queue %d: max offset %d (%v), want >= %d", q, got, err, want[q])
+	repeats := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		repeats += superviseDiskFailures(t, g, nil)
+		err := func() error {
+			for q := range n {
+				got, err := maxOffset(b.addr, topic, q)
+				if err != nil || got < want[q] {
+					return fmt.Errorf("queue %d: max offset %d (%v), want >= %d", q, got, err, want[q])
+				}
 			}
+			return nil
+		}()
+		if err == nil {
+			return repeats
 		}
-		return nil
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not catch up within 60 s: %v", b.proc.name, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
