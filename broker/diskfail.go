@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/storage"
 )
 
 // Disk failures in DLedger mode. A write to the node's data directory that fails (EIO or ENOSPC
@@ -63,6 +65,13 @@ func (d *diskFailure) report(op string, err error) {
 		}
 		d.exit(DiskFailureExitCode)
 	})
+}
+
+// IsDiskFailure reports whether err (from New) comes from a failed write to the data directory
+// (the store's recovery could not write or sync a file): the caller exits with
+// DiskFailureExitCode as a running node does, so a supervisor restarts it the same way.
+func IsDiskFailure(err error) bool {
+	return errors.Is(err, storage.ErrIO)
 }
 
 // failedPath is the file named by err, or "" when it names none.

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/storage"
 )
 
 // TestDiskFailureReportsOnceAndExits: the first failed write logs one DISK FAILURE line with the
@@ -78,4 +81,16 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestIsDiskFailure: a start-up error wrapping the store's I/O error is a disk failure; others
+// (a bad configuration, a divergence) are not.
+func TestIsDiskFailure(t *testing.T) {
+	io := fmt.Errorf("open state machine: fsm: recover store: %w", fmt.Errorf("%w: fdatasync: %w", storage.ErrIO, syscall.EIO))
+	if !IsDiskFailure(io) {
+		t.Fatalf("%v is a disk failure", io)
+	}
+	if IsDiskFailure(fmt.Errorf("dLegerPeers: %w", errors.New("bad peer"))) {
+		t.Fatal("a configuration error is not a disk failure")
+	}
 }
