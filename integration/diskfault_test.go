@@ -185,7 +185,7 @@ func TestChaosDiskFaults(t *testing.T) {
 		stopped, routed, firstOK, served, rejoined, caught)
 }
 
-// restartAfterDiskFault starts b again, as a supervisor that restarts on failure would, up to 6
+// restartAfterDiskFault starts b again, as a supervisor that restarts on failure would, up to 10
 // times, and returns how many starts it took. A second start can be needed: the kernel reports a
 // writeback error of a memory-mapped file (the consume queues) at the next fsync of that file,
 // even after the fault cleared and by a new process, and the first start's recovery then fails
@@ -193,7 +193,7 @@ func TestChaosDiskFaults(t *testing.T) {
 func restartAfterDiskFault(t *testing.T, b *broker) int {
 	t.Helper()
 	var err error
-	for n := 1; n <= 6; n++ {
+	for n := 1; n <= 10; n++ {
 		b.start(t)
 		if err = b.waitReady(30 * time.Second); err == nil {
 			return n
