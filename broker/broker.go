@@ -110,6 +110,9 @@ type Broker struct {
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 
+	// disk takes the node out of service on a failed write (DLedger mode, diskfail.go).
+	disk *diskFailure
+
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).
 	registerUrgent atomic.Bool
@@ -187,6 +190,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
 		return nil, err
 	}
+	b.disk = newDiskFailure(logger)
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
@@ -198,6 +202,8 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
 	}
 	b.metrics = newBrokerMetrics(b)
+	leave := b.leaveOnDiskFailure
+	b.disk.leave.Store(&leave)
 	return b, nil
 }
 
@@ -206,7 +212,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 // step of New that can fail.
 func (b *Broker) openCommitLog() error {
 	if b.cfg.EnableDLegerCommitLog {
-		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger)
+		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.report)
 		if err != nil {
 			return err
 		}

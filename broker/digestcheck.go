@@ -82,5 +82,7 @@ func (b *Broker) watchDiverged(w *memberWatch) {
 }
 
 // excluded reports whether this node must register nothing and serve no writes: removed from
-// the group's configuration, or diverged from it.
-func (rg *raftGroup) excluded() bool { return rg.removed.Load() || rg.fsm.Diverged() != nil }
+// the group's configuration, diverged from it, or stopping after a disk failure (diskfail.go).
+func (rg *raftGroup) excluded() bool {
+	return rg.removed.Load() || rg.fsm.Diverged() != nil || rg.diskFailed.Load()
+}

@@ -43,6 +43,8 @@ type raftGroup struct {
 	// removed is set while this node has been removed from the group's configuration (see
 	// membership.go); it then registers nothing.
 	removed atomic.Bool
+	// diskFailed: a write to the data directory failed; the node is leaving (diskfail.go).
+	diskFailed atomic.Bool
 }
 
 var _ CommitLog = (*raftGroup)(nil)
@@ -58,7 +60,9 @@ func raftDataDir(root, selfID string) string {
 // be ready: the state machine resets them at once and Raft's restore and replay, which start
 // inside dledger.Open, apply to them), then starts the Raft node on this node's
 // dLegerPeers address and the batcher.
-func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, logger hclog.Logger) (*raftGroup, error) {
+//
+// onDisk is told of every failed write to the node's data directory (broker/diskfail.go).
+func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, logger hclog.Logger, onDisk func(op string, err error)) (*raftGroup, error) {
 	peers, err := dledger.ParsePeers(cfg.DLegerPeers)
 	if err != nil {
 		return nil, fmt.Errorf("dLegerPeers: %w", err)
@@ -86,7 +90,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 	dir := raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID)
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
-	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: meta})
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: meta, OnDiskFailure: onDisk})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}
@@ -117,6 +121,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 		LogCacheBytes:      cfg.DLegerLogCacheBytes(),
 		SerialLeaderWrite:  cfg.DLegerSerialLeaderWrite,
 		Join:               cfg.DLegerJoin,
+		OnDiskFailure:      onDisk,
 	}, f)
 	if err != nil {
 		_ = f.Close()

@@ -114,6 +114,9 @@ func (b *Broker) writable() (ok bool, remark string) {
 	if b.raft == nil || b.role.get() == roleLeader {
 		return true, ""
 	}
+	if b.raft.diskFailed.Load() {
+		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " had a DISK FAILURE and is stopping; send to the group's new leader"
+	}
 	if b.raft.excluded() {
 		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " was removed from the Raft group"
 	}

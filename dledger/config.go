@@ -88,6 +88,14 @@ type Config struct {
 	// term and TimeoutNow checks apply either way, rpcgate.go).
 	PeerSecret []byte `json:"-"`
 
+	// OnDiskFailure, when set, is called once per failed write to this node's Raft storage (the
+	// log store, the stable store, a background fsync of the leader's log: diskfail.go), before
+	// the error reaches Raft. A write that failed cannot be trusted to be anywhere (a failed fsync
+	// is not retryable: the kernel may have marked the pages clean), so the caller is expected to
+	// take the node out of service; it may not return (the broker exits). Unset: the errors reach
+	// Raft as before.
+	OnDiskFailure func(op string, err error) `json:"-"`
+
 	walVFS walTypes.VFS // tests: raft-wal's file system under the deferred fsyncs (nil: the real one)
 	// Benchmarks only: heartbeatFastPath installs hashicorp/raft's heartbeat fast path (what
 	// raftTransport refuses), to measure against; onHeartbeat is told each heartbeat's round trip

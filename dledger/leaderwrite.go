@@ -409,11 +409,13 @@ func (l *leaderLog) DeleteRange(min, max uint64) error {
 // durableFSM applies an entry only once this node's copy of it is durable.
 type durableFSM struct {
 	raft.FSM
-	t *syncTracker
+	t      *syncTracker
+	report failReporter // Config.OnDiskFailure (diskfail.go)
 }
 
 func (f durableFSM) Apply(l *raft.Log) interface{} {
 	if err := f.t.awaitDurable(l.Index); err != nil {
+		_ = f.report.check(fmt.Sprintf("fsync of the leader's raft log before applying entry %d", l.Index), err)
 		// Applying would let this replica (and the client's acknowledgement) run ahead of a log
 		// that may not be on disk: stop, as the state machine does on a failed store.
 		panic(fmt.Sprintf("dledger: raft entry %d (term %d) is committed but this node's copy is not durable: %v", l.Index, l.Term, err))

@@ -97,6 +97,11 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	closers = append(closers, n.logs)
 	n.cache, _ = logs.(*logCache)
+	var stable raft.StableStore = n.stab
+	if cfg.OnDiskFailure != nil {
+		logs = reportingLogStore{LogStore: logs, report: cfg.OnDiskFailure}
+		stable = reportingStable{StableStore: n.stab, report: cfg.OnDiskFailure}
+	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("dledger: snapshot store: %w", err)
@@ -114,21 +119,21 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if err = raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("dledger: %w", err)
 	}
-	existing, err := raft.HasExistingState(logs, n.stab, snaps)
+	existing, err := raft.HasExistingState(logs, stable, snaps)
 	if err != nil {
 		return nil, fmt.Errorf("dledger: inspect state: %w", err)
 	}
 	if !existing && !cfg.Join {
-		if err = raft.BootstrapCluster(rc, logs, n.stab, snaps, n.trans, bootstrapConfiguration(cfg.Peers)); err != nil {
+		if err = raft.BootstrapCluster(rc, logs, stable, snaps, n.trans, bootstrapConfiguration(cfg.Peers)); err != nil {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
 	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport")}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
-		fsm, trans.t = durableFSM{FSM: fsm, t: tracker}, tracker
+		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure}, tracker
 	}
-	if n.raft, err = raft.NewRaft(rc, fsm, logs, n.stab, snaps, trans); err != nil {
+	if n.raft, err = raft.NewRaft(rc, fsm, logs, stable, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
 	}
 	n.trans.in.gate.attach(n.raft)

@@ -103,6 +103,12 @@ type Config struct {
 	// OnDiverged is called (in its own goroutine) when a digest check finds that this replica
 	// applied other entries than its leader (digest.go). The FSM has stopped applying by then.
 	OnDiverged func(*Divergence)
+	// OnDiskFailure, when set, is called when a write of this replica's store fails (an apply's
+	// commitlog write, a flush of the commitlog or the applied marker), before Apply stops the
+	// replica (panics) or the marker sync gives up a round. A failed fsync is not retryable, so
+	// the caller is expected to take the node out of service; it may not return (the broker
+	// exits, broker/diskfail.go).
+	OnDiskFailure func(op string, err error)
 }
 
 // DefaultMarkerSyncInterval bounds what a node replays after a power loss to about a second of
@@ -445,6 +451,9 @@ func (f *FSM) appendAll(l *raft.Log, appends [][][]byte) []AppendOutcome {
 		var be *storage.BatchWriteError
 		if errors.As(err, &be) && be.At >= 0 && be.At < len(orig) {
 			at, err = orig[be.At], be.Err
+		}
+		if f.cfg.OnDiskFailure != nil {
+			f.cfg.OnDiskFailure(fmt.Sprintf("commitlog write applying raft entry %d", l.Index), err)
 		}
 		f.log.Error("raft apply failed to write to the store; stopping this replica", "index", l.Index, "term", l.Term, "append", at, "error", err)
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d) append %d: store write failed: %v; this replica cannot continue without diverging (free space or fix the disk, then restart it: recovery truncates to the applied marker and Raft replays)", l.Index, l.Term, at, err))

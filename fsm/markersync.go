@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,7 +33,11 @@ func (f *FSM) syncLoop() {
 			return
 		case <-t.C:
 		}
-		if err := f.syncApplied(nil, applied{}); err != nil && err != errMarkerClosed {
+		err := f.syncApplied(nil, applied{})
+		if errors.Is(err, errDiskWrite) && f.cfg.OnDiskFailure != nil {
+			f.cfg.OnDiskFailure("applied marker sync", err)
+		}
+		if err != nil && err != errMarkerClosed {
 			f.log.Warn("making the applied marker durable failed; the next round retries", "error", err)
 		}
 	}
@@ -57,7 +62,19 @@ func (f *FSM) syncApplied(want *storage.Store, floor applied) error {
 		return nil
 	}
 	if err := st.FlushCommitLog(cur.End); err != nil {
+		if errors.Is(err, storage.ErrIO) {
+			err = fmt.Errorf("%w: %w", errDiskWrite, err)
+		}
 		return fmt.Errorf("flush the commitlog before the marker: %w", err)
 	}
-	return mk.writeSync(markerState{Cur: cur, Floor: floor, DigestKnown: known})
+	if err := mk.writeSync(markerState{Cur: cur, Floor: floor, DigestKnown: known}); err != nil {
+		if err != errMarkerClosed {
+			err = fmt.Errorf("%w: %w", errDiskWrite, err)
+		}
+		return err
+	}
+	return nil
 }
+
+// errDiskWrite marks a marker sync that failed on the disk (not on a closed or replaced store).
+var errDiskWrite = errors.New("fsm: disk write failed")

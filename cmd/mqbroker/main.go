@@ -61,6 +61,11 @@ func run() int {
 	}
 	b, err := broker.New(cfg, logger)
 	if err != nil {
+		if broker.IsDiskFailure(err) {
+			// A supervisor tells it from a configuration error by the code (docs/faults.md).
+			logger.Error("DISK FAILURE at start: a write to the data directory failed; exiting with code 74 (EX_IOERR); start it again once the disk works (a writeback error the previous run left unseen is reported once, to the next fsync)", "error", err)
+			return broker.DiskFailureExitCode
+		}
 		logger.Error("cannot start broker", "error", err)
 		return 1
 	}
