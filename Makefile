@@ -107,21 +107,25 @@ chaos: build
 # (each must be explained anyway). The -v output scrolls by, then the table per nemesis (faults,
 # acknowledged, lost, duplicates and why, recovery to the first SEND_OK and delivery p50/p99) is
 # repeated at the end. make test runs the same test with 1 fault of each nemesis and 2 composed.
-# FAULTS_MORE is where further fault-lab tests join this target: their -run pattern alternatives
-# (e.g. |TestDiskFault...|TestFaultCluster...) and FAULTS_ENV their knobs (e.g. RR_POWERLOSS_ROUNDS=10
-# for TestChaosPowerLoss, which FAULTS_MORE then names).
+# The rest of the lab runs beside it at full size (FAULTS_MORE names the tests, FAULTS_ENV their
+# knobs): 10 coordinated power losses of all three nodes plus 3 of the leader and 3 of a follower
+# alone (integration/powerloss_test.go); 10 disk faults of each kind (EIO on fsync, EIO on write,
+# ENOSPC) on the leader and followers, and a follower's stable store failing
+# (integration/diskfault_test.go); 60 cut/heal cycles of ten kinds around a leader that must keep
+# its leadership (integration/stepdown_test.go); and every nemesis 10 times against two groups
+# behind two proxies with the official 5.x clients (integration/faultcluster_test.go).
 FAULTS_EACH     ?= 10
 FAULTS_COMPOSED ?= 8
 FAULTS_HOLD     ?= 2s
 FAULTS_GAP      ?= 10s
 FAULTS_DUP_PCT  ?= 0.1
-FAULTS_MORE     ?=
-FAULTS_ENV      ?=
+FAULTS_MORE     ?= |TestChaosPowerLoss|TestChaosDiskFaults|TestDiskFaultStableStore|TestChaosFollowerCutLeaderStays|TestFaultClusterTwoGroups
+FAULTS_ENV      ?= RR_POWERLOSS_ROUNDS=10 RR_POWERLOSS_SINGLE=3 RR_DISKFAULTS=10 RR_FOLLOWER_CUTS=60 RR_CLUSTER_FAULTS=10
 faults: build
 	@out=$$(mktemp); \
 	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_FAULTS_EACH=$(FAULTS_EACH) RR_FAULTS_COMPOSED=$(FAULTS_COMPOSED) \
 	  RR_FAULTS_HOLD=$(FAULTS_HOLD) RR_FAULTS_GAP=$(FAULTS_GAP) RR_FAULTS_DUP_PCT=$(FAULTS_DUP_PCT) $(FAULTS_ENV) \
-	  $(GO) test -count=1 -timeout 6h -v -run '^(TestFaultLab$(FAULTS_MORE))$$' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
+	  $(GO) test -count=1 -parallel 1 -timeout 6h -v -run '^(TestFaultLab$(FAULTS_MORE))$$' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== fault lab figures ===="; \
 	grep -E 'FAULTS|fault [0-9]+/[0-9]+|^--- |^(ok|FAIL)' $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out $$out.rc; exit $$rc
