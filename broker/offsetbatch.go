@@ -106,6 +106,12 @@ func (ob *offsetBatcher) commitAhead(group, topic string, qid int32, off int64, 
 	return queued
 }
 
+// commitAheadSeq is commitAhead returning the queued commit's sequence number too (0 when it
+// did not queue), for a caller that waits for it to be replicated.
+func (ob *offsetBatcher) commitAheadSeq(group, topic string, qid int32, off int64, replicated func() (int64, bool)) (uint64, bool) {
+	return ob.enqueue(offsetKey{group, topic, qid}, off, replicated)
+}
+
 // enqueue queues off for k, unconditionally when replicated is nil, else only if it is not
 // below k's latest value (see commitAhead), and kicks a flush once maxEntries queues wait.
 func (ob *offsetBatcher) enqueue(k offsetKey, off int64, replicated func() (int64, bool)) (seq uint64, queued bool) {

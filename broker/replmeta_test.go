@@ -405,6 +405,12 @@ func TestOffsetBatcherCommitAhead(t *testing.T) {
 	if ob.commitAhead("G", "T", 0, 55, replicated(0)) {
 		t.Fatal("queued 55 below the queued 60")
 	}
+	if seq, ok := ob.commitAheadSeq("G", "T", 0, 45, replicated(0)); ok || seq != 0 {
+		t.Fatalf("commitAheadSeq queued 45 below the queued 60 (seq %d)", seq)
+	}
+	if seq, ok := ob.commitAheadSeq("G", "T", 1, 4, replicated(1)); !ok || seq == 0 {
+		t.Fatalf("commitAheadSeq refused a step forward (seq %d, %v)", seq, ok)
+	}
 	ob.kickFlush()
 	select {
 	case <-p.entered: // 60 is now in flight, the table still says 50
