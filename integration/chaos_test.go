@@ -113,27 +113,60 @@ type attempt struct {
 // application does to get at-least-once delivery), so a failure whose outcome was in fact a
 // stored message leaves a duplicate: every duplicate must be explained by such a failure.
 type chaosLoad struct {
-	t        testing.TB
+	producerBook
 	nsAddr   string
 	topic    string
 	recreate bool // start a new producer after a failure (to get a fresh route)
-
-	stop atomic.Bool
-	wg   sync.WaitGroup
-
-	mu       sync.Mutex
-	attempts []attempt
-	acked    []sent
-	shutdown sync.WaitGroup // producer shutdowns in flight
 
 	nAttempts, nAcked, nFailed atomic.Int64
 	producersStarted           atomic.Int64
 }
 
+// producerBook is what every load of sync producers keeps (chaosLoad, orderedLoad): each
+// attempt and each acknowledged send for the checker, and the goroutines to stop and wait for.
+type producerBook struct {
+	t    testing.TB
+	name string // "chaos producers", in the stop messages
+
+	stop     atomic.Bool
+	wg       sync.WaitGroup // producer loops
+	shutdown sync.WaitGroup // producer shutdowns in flight
+
+	mu       sync.Mutex
+	attempts []attempt
+	acked    []sent
+}
+
+// closeProducer shuts p down in the background (a shutdown can wait on a dead broker); stopAndWait
+// waits for it.
+func (b *producerBook) closeProducer(p rocketmq.Producer) {
+	b.shutdown.Add(1)
+	go func() {
+		defer b.shutdown.Done()
+		_ = p.Shutdown()
+	}()
+}
+
+// stopAndWait stops the producer loops and waits, bounded, for them and their shutdowns.
+func (b *producerBook) stopAndWait() {
+	if b.stop.Swap(true) {
+		return
+	}
+	waitGroup(b.t, &b.wg, 30*time.Second, b.name+" stop")
+	waitGroup(b.t, &b.shutdown, 30*time.Second, b.name+" shut down")
+}
+
+// snapshot copies what was recorded so far.
+func (b *producerBook) snapshot() ([]attempt, []sent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.attempts), slices.Clone(b.acked)
+}
+
 const chaosPad = "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"
 
 func startChaosLoad(t testing.TB, nsAddr, topic string, producers int, recreate bool) *chaosLoad {
-	l := &chaosLoad{t: t, nsAddr: nsAddr, topic: topic, recreate: recreate}
+	l := &chaosLoad{producerBook: producerBook{t: t, name: "chaos producers"}, nsAddr: nsAddr, topic: topic, recreate: recreate}
 	for g := range producers {
 		l.wg.Add(1)
 		go l.run(g)
@@ -158,14 +191,6 @@ func (l *chaosLoad) newProducer() (rocketmq.Producer, error) {
 	}
 	l.producersStarted.Add(1)
 	return p, nil
-}
-
-func (l *chaosLoad) closeProducer(p rocketmq.Producer) {
-	l.shutdown.Add(1)
-	go func() {
-		defer l.shutdown.Done()
-		_ = p.Shutdown()
-	}()
 }
 
 func (l *chaosLoad) run(g int) {
@@ -245,20 +270,6 @@ func (l *chaosLoad) waitAcked(n int64, timeout time.Duration, what string) {
 		}
 		return nil
 	})
-}
-
-func (l *chaosLoad) stopAndWait() {
-	if l.stop.Swap(true) {
-		return
-	}
-	waitGroup(l.t, &l.wg, 30*time.Second, "chaos producers stop")
-	waitGroup(l.t, &l.shutdown, 30*time.Second, "chaos producers shut down")
-}
-
-func (l *chaosLoad) snapshot() ([]attempt, []sent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.attempts), slices.Clone(l.acked)
 }
 
 // ---- verification ----

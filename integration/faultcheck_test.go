@@ -35,19 +35,11 @@ import (
 // is retried with the same body until acknowledged, and only then does the group's next number
 // go out. Its queue selector maps a group to a fixed queue id.
 type orderedLoad struct {
-	t      testing.TB
+	producerBook
 	nsAddr string
 	topic  string
 	queues int
-
-	stop     atomic.Bool
-	wg       sync.WaitGroup
-	shutdown sync.WaitGroup
-
-	mu       sync.Mutex
-	attempts []attempt
-	acked    []sent
-	nAcked   atomic.Int64
+	nAcked atomic.Int64
 }
 
 // orderedGroups is how many message groups the ordered producer interleaves (one sender each).
@@ -73,7 +65,7 @@ func (s groupQueueSelector) Select(m *primitive.Message, mqs []*primitive.Messag
 }
 
 func startOrderedLoad(t testing.TB, nsAddr, topic string, queues int) *orderedLoad {
-	l := &orderedLoad{t: t, nsAddr: nsAddr, topic: topic, queues: queues}
+	l := &orderedLoad{producerBook: producerBook{t: t, name: "ordered producers"}, nsAddr: nsAddr, topic: topic, queues: queues}
 	for g := range orderedGroups {
 		l.wg.Add(1)
 		go l.run(g)
@@ -119,7 +111,7 @@ func (l *orderedLoad) run(g int) {
 	var p rocketmq.Producer
 	defer func() {
 		if p != nil {
-			l.close(p)
+			l.closeProducer(p)
 		}
 	}()
 	var created time.Time
@@ -161,31 +153,12 @@ func (l *orderedLoad) run(g int) {
 				break
 			}
 			if time.Since(created) > 300*time.Millisecond {
-				l.close(p) // a new instance asks the name server for the route at once
+				l.closeProducer(p) // a new instance asks the name server for the route at once
 				p = nil
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-}
-
-func (l *orderedLoad) close(p rocketmq.Producer) {
-	l.shutdown.Add(1)
-	go func() { defer l.shutdown.Done(); _ = p.Shutdown() }()
-}
-
-func (l *orderedLoad) stopAndWait() {
-	if l.stop.Swap(true) {
-		return
-	}
-	waitGroup(l.t, &l.wg, 30*time.Second, "ordered producers stop")
-	waitGroup(l.t, &l.shutdown, 30*time.Second, "ordered producers shut down")
-}
-
-func (l *orderedLoad) snapshot() ([]attempt, []sent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.attempts), slices.Clone(l.acked)
 }
 
 // ---- deliveries and committed offsets ----
