@@ -434,17 +434,7 @@ func (r *clusterReceiver) run(wg *sync.WaitGroup) {
 			r.count[b]++
 		}
 		r.mu.Unlock()
-		var acks sync.WaitGroup
-		for _, mv := range mvs {
-			acks.Add(1)
-			go func() {
-				defer acks.Done()
-				actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer acancel()
-				_ = r.c.Ack(actx, mv) // a lost ack means a redelivery after the invisible time
-			}()
-		}
-		acks.Wait()
+		ackEach(r.c, mvs)
 	}
 }
 

@@ -450,17 +450,7 @@ func (r *v5Receiver) run(wg *sync.WaitGroup) {
 			r.bods[string(mv.GetBody())]++
 		}
 		r.mu.Unlock()
-		var acks sync.WaitGroup
-		for _, mv := range mvs {
-			acks.Add(1)
-			go func() {
-				defer acks.Done()
-				actx, acancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer acancel()
-				_ = r.c.Ack(actx, mv) // a lost ack means a redelivery after the invisible time
-			}()
-		}
-		acks.Wait()
+		ackEach(r.c, mvs)
 	}
 }
 
@@ -711,4 +701,20 @@ func sendsAfter(l *v5Load, from, to time.Time) (n int, gap time.Duration, failed
 		}
 	}
 	return n, longestGap(ts, from, to), failed
+}
+
+// ackEach acknowledges the received messages in parallel, each bounded by 5 s; a lost ack only
+// means a redelivery after the invisible time, which the checkers count.
+func ackEach(c rmq.SimpleConsumer, mvs []*rmq.MessageView) {
+	var acks sync.WaitGroup
+	for _, mv := range mvs {
+		acks.Add(1)
+		go func() {
+			defer acks.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = c.Ack(ctx, mv)
+		}()
+	}
+	acks.Wait()
 }
