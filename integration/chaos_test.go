@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -435,6 +436,30 @@ func readQueues(t testing.TB, addr, topic string, n int) map[int][]*record {
 	group := uniq("CHAOSREAD")
 	out := map[int][]*record{}
 	deadline := time.Now().Add(3 * time.Minute)
+	// One connection for the whole read (dialled again after an error): a connection per pull
+	// ran the client out of ephemeral ports reading millions of records (TIME_WAIT).
+	var conn net.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	send := func(ext map[string]string) (*remotingCmd, error) {
+		if conn == nil {
+			c, err := dialRemoting(addr, 10*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			conn = c
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		resp, err := roundTrip(conn, codePullMessage, ext, nil)
+		if err != nil {
+			conn.Close()
+			conn = nil
+		}
+		return resp, err
+	}
 	for q := range n {
 		hi, err := maxOffset(addr, topic, q)
 		if err != nil {
@@ -444,7 +469,7 @@ func readQueues(t testing.TB, addr, topic string, n int) map[int][]*record {
 			if time.Now().After(deadline) {
 				t.Fatalf("reading %s/%d at %s: still at offset %d of %d", topic, q, addr, off, hi)
 			}
-			recs, next, err := rawPull(addr, group, topic, q, off, "*")
+			recs, next, err := pullVia(send, group, topic, q, off, "*", "TAG")
 			if err != nil {
 				t.Fatalf("raw pull %s/%d@%d from %s: %v", topic, q, off, addr, err)
 			}

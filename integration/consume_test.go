@@ -302,7 +302,15 @@ func rawPull(addr, group, topic string, q int, off int64, sub string) ([]*record
 
 // rawPullExpr is rawPull with an expression type (TAG or SQL92).
 func rawPullExpr(addr, group, topic string, q int, off int64, sub, exprType string) ([]*record, int64, error) {
-	resp, err := rawRequest(addr, codePullMessage, map[string]string{
+	return pullVia(func(ext map[string]string) (*remotingCmd, error) {
+		return rawRequest(addr, codePullMessage, ext, nil, 10*time.Second)
+	}, group, topic, q, off, sub, exprType)
+}
+
+// pullVia sends one raw pull through send (a connection of its own, or one the caller reuses)
+// and parses the answer: the records and nextBeginOffset.
+func pullVia(send func(ext map[string]string) (*remotingCmd, error), group, topic string, q int, off int64, sub, exprType string) ([]*record, int64, error) {
+	resp, err := send(map[string]string{
 		"consumerGroup":        group,
 		"topic":                topic,
 		"queueId":              strconv.Itoa(q),
@@ -314,7 +322,7 @@ func rawPullExpr(addr, group, topic string, q int, off int64, sub, exprType stri
 		"subscription":         sub,
 		"subVersion":           "0",
 		"expressionType":       exprType,
-	}, nil, 10*time.Second)
+	})
 	if err != nil {
 		return nil, 0, err
 	}
