@@ -84,6 +84,8 @@ type Broker struct {
 	// (replmeta.go).
 	metaMu      nameLocks
 	offsetBatch *offsetBatcher
+	// commitOrder keeps each client's offset commits of a queue in arrival order (commitorder.go).
+	commitOrder commitOrder
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration

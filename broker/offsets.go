@@ -102,7 +102,11 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 		return req.NewResponse(remoting.Success, "")
 	}
 	if b.replicated() && b.isLeader() && !req.IsOneway() {
-		seq := b.offsetBatch.commit(group, topic, qid, off)
+		var seq uint64
+		if !b.commitOrder.apply(offsetKey{group, topic, qid}, originOf(conn, req), func() { seq = b.offsetBatch.commit(group, topic, qid, off) }) {
+			// A later request of this client already committed the queue: this one is superseded.
+			return req.NewResponse(remoting.Success, "")
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
 		defer cancel()
 		if err := b.offsetBatch.waitCommitted(ctx, seq); err != nil {
@@ -110,7 +114,7 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 		}
 		return req.NewResponse(remoting.Success, "")
 	}
-	b.commitOffset(group, topic, qid, off)
+	b.commitOffsetFrom(originOf(conn, req), group, topic, qid, off)
 	return req.NewResponse(remoting.Success, "")
 }
 

@@ -92,7 +92,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && !b.isClassicSlave() {
 		// DLedger: queued for Raft on the leader, ignored on a follower and on a classic slave
 		// (as a Java slave does). Never a step back (see commitPullOffset).
-		b.commitPullOffset(p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
+		b.commitPullOffset(originOf(conn, req), p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
 	}
 
 	maxNums := int(p.MaxMsgNums)

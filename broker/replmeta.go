@@ -295,14 +295,21 @@ func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, 
 // dropped (the caller forwards UPDATE_CONSUMER_OFFSET instead; the pull commit bit is ignored
 // on followers, as on a Java slave).
 func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
+	b.commitOffsetFrom(commitOrigin{}, group, topic, qid, off)
+}
+
+// commitOffsetFrom is commitOffset for a commit a client's request carried (o, see commitOrder):
+// dropped if a later request of the same connection already committed the queue.
+func (b *Broker) commitOffsetFrom(o commitOrigin, group, topic string, qid int32, off int64) {
 	if !b.validOffsetNames(group, topic) {
 		return
 	}
+	k := offsetKey{group, topic, qid}
 	switch {
 	case !b.replicated():
-		b.offsets.Commit(group, topic, qid, off)
+		b.commitOrder.apply(k, o, func() { b.offsets.Commit(group, topic, qid, off) })
 	case b.isLeader():
-		b.offsetBatch.commit(group, topic, qid, off)
+		b.commitOrder.apply(k, o, func() { b.offsetBatch.commit(group, topic, qid, off) })
 	}
 }
 
@@ -311,16 +318,20 @@ func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
 // with the UPDATE_CONSUMER_OFFSET requests of the same connection, so a pull built before the
 // client's last persist can be served after it and would undo it (the chaos suite's offset
 // watcher caught one such step back, with no failover near it). Deliberate moves back (resets)
-// come as UPDATE_CONSUMER_OFFSET or through the broker's own reset, which still overwrite.
-func (b *Broker) commitPullOffset(group, topic string, qid int32, off int64) {
+// come as UPDATE_CONSUMER_OFFSET or through the broker's own reset, which still overwrite. The
+// reverse (a persist built before the pull, served after it) is commitOrder's: o is the pull's.
+func (b *Broker) commitPullOffset(o commitOrigin, group, topic string, qid int32, off int64) {
 	if !b.validOffsetNames(group, topic) {
 		return
 	}
+	k := offsetKey{group, topic, qid}
 	switch {
 	case !b.replicated():
-		b.offsets.CommitAhead(group, topic, qid, off)
+		b.commitOrder.apply(k, o, func() { b.offsets.CommitAhead(group, topic, qid, off) })
 	case b.isLeader():
-		b.offsetBatch.commitAhead(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
+		b.commitOrder.apply(k, o, func() {
+			b.offsetBatch.commitAhead(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
+		})
 	}
 }
 

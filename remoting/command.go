@@ -45,7 +45,16 @@ type Command struct {
 	// it is answered, not when the handler returns).
 	held, size int
 	deferred   bool
+	// arrival is the request's position among the requests its server connection has read
+	// (1, 2, ...); see Arrival.
+	arrival uint64
 }
+
+// Arrival is the request's position among the requests read from its connection (1 for the
+// first), or 0 for a command no server connection read. Requests of one connection are served
+// concurrently, so a handler that must not let an earlier request undo a later one of the same
+// client (two commits of one queue's consumer offset) compares their arrivals.
+func (c *Command) Arrival() uint64 { return c.arrival }
 
 // NewRequest builds a request to send; the opaque is assigned when it is sent.
 func NewRequest(code int32, ext map[string]string, body []byte) *Command {

@@ -412,6 +412,7 @@ func (c *Conn) readLoop() {
 	if c.limits.budget != nil {
 		res = &frameReserve{c: c}
 	}
+	var arrivals uint64 // requests read so far (Command.Arrival)
 	for {
 		if !c.waitRoom() {
 			return
@@ -462,6 +463,8 @@ func (c *Conn) readLoop() {
 			continue
 		}
 		cmd.size = len(frame)
+		arrivals++
+		cmd.arrival = arrivals
 		c.begin(cmd)
 		if c.ordered[cmd.Code] {
 			c.enqueueOrdered(cmd)

@@ -180,7 +180,7 @@ func TestDeferredAnswerToStuckPeerDoesNotBlock(t *testing.T) {
 		t.Fatal("answering a peer that does not read blocked the answering goroutine")
 	}
 	// The answers are not lost: the peer gets every one once it reads.
-	_ = nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	_ = nc.SetReadDeadline(time.Now().Add(60 * time.Second)) // 98 MiB under -race on a loaded machine
 	r := bufio.NewReaderSize(nc, 256<<10)
 	for i := range n {
 		if _, err := ReadFrame(r, DefaultMaxFrameSize); err != nil {

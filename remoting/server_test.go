@@ -286,3 +286,39 @@ func TestInOrderCodesKeepArrivalOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestsCarryTheirArrivalOnTheConnection(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]uint64{}
+	s := startServer(t, func(s *Server) {
+		s.Handle(HeartBeat, func(_ *Conn, req *Command) *Command {
+			mu.Lock()
+			seen[req.Ext("v")] = req.Arrival()
+			mu.Unlock()
+			return req.NewResponse(Success, "")
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range []string{"a", "b"} { // two connections, each counted from 1
+		cl := NewClient(ClientConfig{})
+		for i := 1; i <= 3; i++ {
+			if _, err := cl.Invoke(ctx, s.Addr(), NewRequest(HeartBeat, map[string]string{"v": c + strconv.Itoa(i)}, nil)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cl.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, c := range []string{"a", "b"} {
+		for i := 1; i <= 3; i++ {
+			if got := seen[c+strconv.Itoa(i)]; got != uint64(i) {
+				t.Errorf("request %s%d arrived as %d, want %d", c, i, got, i)
+			}
+		}
+	}
+	if got := NewRequest(HeartBeat, nil, nil).Arrival(); got != 0 {
+		t.Errorf("a request built locally has arrival %d, want 0", got)
+	}
+}
