@@ -17,16 +17,20 @@ import (
 
 func TestMessageTypeOf(t *testing.T) {
 	cases := map[string]int{
-		"":                                msgNormal,
-		"TAGS\x01a\x02KEYS\x01k\x02":      msgNormal,
-		"TRAN_MSG\x01true\x02PGROUP\x01p": msgTransaction,
-		"TRAN_MSG\x01false\x02":           msgNormal,
-		"__SHARDINGKEY\x01k1\x02":         msgFIFO,
-		"DELAY\x013\x02":                  msgDelay,
-		"TIMER_DELIVER_MS\x0199\x02":      msgDelay,
-		"TIMER_DELAY_MS\x011000":          msgDelay,
-		"XDELAY\x013\x02":                 msgNormal, // a key that merely ends like one
-		"TAGS\x01DELAY\x02":               msgNormal, // a value that looks like a key
+		"":                                     msgNormal,
+		"TAGS\x01a\x02KEYS\x01k\x02":           msgNormal,
+		"TRAN_MSG\x01true\x02PGROUP\x01p":      msgTransaction,
+		"TRAN_MSG\x01false\x02":                msgNormal,
+		"__SHARDINGKEY\x01k1\x02":              msgFIFO,
+		"DELAY\x013\x02":                       msgDelay,
+		"TIMER_DELIVER_MS\x0199\x02":           msgDelay,
+		"TIMER_DELAY_MS\x011000":               msgDelay,
+		"XDELAY\x013\x02":                      msgNormal,      // a key that merely ends like one
+		"TAGS\x01DELAY\x02":                    msgNormal,      // a value that looks like a key
+		"TRAN_MSG\x01TRUE\x02DELAY\x013\x02":   msgTransaction, // also on a retry the broker delays
+		"__SHARDINGKEY\x01k\x02DELAY\x012\x02": msgFIFO,
+		"__STARTDELIVERTIME\x011\x02":          msgDelay, // counted, though nothing delays it
+		"DELAY\x010\x02":                       msgDelay, // present, whatever its value
 	}
 	for props, want := range cases {
 		if got := typeOfProps(props); got != want {

@@ -34,63 +34,58 @@ func (b *Broker) delayHeader(h *protocol.SendMessageRequestHeader, now time.Time
 	return remoting.Success, ""
 }
 
-// The one classifier against RocketMQ's rules (SendMessageProcessor, HookUtils,
-// BrokerMetricsManager), edge cases included.
+// classified is the plan of a send to T after classification, and the answer's code.
+func classified(props string, sysFlag, reconsume int32, batch bool) (*sendPlan, int32) {
+	p := newSendPlan(&protocol.SendMessageRequestHeader{Topic: "T", Properties: props, SysFlag: sysFlag, ReconsumeTimes: reconsume})
+	code, _ := p.classify(batch, []time.Duration{time.Second, 5 * time.Second, 10 * time.Second}, time.UnixMilli(1_800_000_000_000))
+	return p, code
+}
+
+// The one classifier against RocketMQ's rules (SendMessageProcessor, HookUtils), edge cases
+// included; the metrics type of the same sends is TestMessageTypeOf's.
 func TestClassifySend(t *testing.T) {
-	levels := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second}
-	now := time.UnixMilli(1_800_000_000_000)
-	type want struct {
-		kind   sendKind
-		level  int
-		metric int
-		code   int32
-	}
 	cases := []struct {
 		name      string
 		props     string
 		sysFlag   int32
 		reconsume int32
-		batch     bool
-		want      want
+		kind      sendKind
+		level     int
 	}{
-		{"plain", "TAGS\x01a\x02", 0, 0, false, want{kindNormal, 0, msgNormal, remoting.Success}},
-		{"half", "TRAN_MSG\x01true\x02", message.TransactionPreparedType, 0, false, want{kindHalf, 0, msgTransaction, remoting.Success}},
-		{"half, TRAN_MSG in capitals (Boolean.parseBoolean)", "TRAN_MSG\x01TRUE\x02", 0, 0, false, want{kindHalf, 0, msgTransaction, remoting.Success}},
-		{"TRAN_MSG=false", "TRAN_MSG\x01false\x02", 0, 0, false, want{kindNormal, 0, msgNormal, remoting.Success}},
-		{"half ignores DELAY on a first send", "TRAN_MSG\x01true\x02DELAY\x013\x02", 0, 0, false, want{kindHalf, 0, msgTransaction, remoting.Success}},
-		{"half ignores a bad DELAY on a first send", "TRAN_MSG\x01true\x02DELAY\x01x\x02", 0, 0, false, want{kindHalf, 0, msgTransaction, remoting.Success}},
-		{"retry carrying TRAN_MSG and DELAY>0 is delayed, counted as transaction", "TRAN_MSG\x01true\x02DELAY\x013\x02", 0, 1, false, want{kindDelay, 3, msgTransaction, remoting.Success}},
-		{"retry carrying TRAN_MSG and DELAY=0 stays a half", "TRAN_MSG\x01true\x02DELAY\x010\x02", 0, 2, false, want{kindHalf, 0, msgTransaction, remoting.Success}},
-		{"retry carrying TRAN_MSG and a bad DELAY", "TRAN_MSG\x01true\x02DELAY\x01x\x02", 0, 2, false, want{kindNormal, 0, msgTransaction, remoting.MessageIllegal}},
-		{"delay", "DELAY\x012\x02", 0, 0, false, want{kindDelay, 2, msgDelay, remoting.Success}},
-		{"delay capped", "DELAY\x0140\x02", 0, 0, false, want{kindDelay, 3, msgDelay, remoting.Success}},
-		{"DELAY=0", "DELAY\x010\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.Success}},
-		{"bad DELAY", "DELAY\x01x\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.MessageIllegal}},
-		{"delay on a committed message", "DELAY\x012\x02", message.TransactionCommitType, 0, false, want{kindDelay, 2, msgDelay, remoting.Success}},
-		{"PREPARED sysFlag without TRAN_MSG", "DELAY\x012\x02", message.TransactionPreparedType, 0, false, want{kindPrepared, 0, msgDelay, remoting.Success}},
-		{"ROLLBACK sysFlag", "DELAY\x012\x02", message.TransactionRollbackType, 0, false, want{kindRollback, 0, msgDelay, remoting.Success}},
-		{"level wins over timer", "DELAY\x011\x02TIMER_DELAY_SEC\x01100\x02", 0, 0, false, want{kindDelay, 1, msgDelay, remoting.Success}},
-		{"timer 6 s", "TIMER_DELAY_SEC\x016\x02", 0, 0, false, want{kindTimer, 2, msgDelay, remoting.Success}},
-		{"TIMER_DELAY_SEC before TIMER_DELIVER_MS", "TIMER_DELIVER_MS\x011\x02TIMER_DELAY_SEC\x0111\x02", 0, 0, false, want{kindTimer, 3, msgDelay, remoting.Success}},
-		{"timer in the past", "TIMER_DELIVER_MS\x015\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.Success}},
-		{"timer too far", "TIMER_DELAY_SEC\x019999999\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.MessageIllegal}},
-		{"__STARTDELIVERTIME delays nothing, counted as delay", "__STARTDELIVERTIME\x019999999999999\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.Success}},
-		{"FIFO", "__SHARDINGKEY\x01k\x02DELAY\x012\x02", 0, 0, false, want{kindDelay, 2, msgFIFO, remoting.Success}},
-		{"a later duplicate wins", "DELAY\x012\x02DELAY\x010\x02", 0, 0, false, want{kindNormal, 0, msgDelay, remoting.Success}},
-		{"malformed segments skipped", "DELAY\x02\x01DELAY\x02DELAY\x01\x02", 0, 0, false, want{kindNormal, 0, msgNormal, remoting.Success}},
-		{"batch is never delayed", "DELAY\x012\x02", 0, 0, true, want{kindNormal, 0, msgDelay, remoting.Success}},
+		{"half", "TRAN_MSG\x01true\x02", message.TransactionPreparedType, 0, kindHalf, 0},
+		{"TRAN_MSG in capitals (Boolean.parseBoolean)", "TRAN_MSG\x01TRUE\x02", 0, 0, kindHalf, 0},
+		{"a first send ignores DELAY, even a bad one", "TRAN_MSG\x01true\x02DELAY\x01x\x02", 0, 0, kindHalf, 0},
+		{"a retry carrying TRAN_MSG and DELAY > 0 is delayed", "TRAN_MSG\x01true\x02DELAY\x013\x02", 0, 1, kindDelay, 3},
+		{"a retry carrying TRAN_MSG and DELAY=0 stays a half", "TRAN_MSG\x01true\x02DELAY\x010\x02", 0, 2, kindHalf, 0},
+		{"delay capped at the highest level", "DELAY\x0140\x02", message.TransactionCommitType, 0, kindDelay, 3},
+		{"PREPARED sysFlag without TRAN_MSG", "DELAY\x012\x02", message.TransactionPreparedType, 0, kindPrepared, 0},
+		{"ROLLBACK sysFlag", "DELAY\x012\x02", message.TransactionRollbackType, 0, kindRollback, 0},
+		{"a level wins over a timer", "DELAY\x011\x02TIMER_DELAY_SEC\x01100\x02", 0, 0, kindDelay, 1},
+		{"TIMER_DELAY_SEC before TIMER_DELIVER_MS", "TIMER_DELIVER_MS\x011\x02TIMER_DELAY_SEC\x0111\x02", 0, 0, kindTimer, 3},
 	}
 	for _, c := range cases {
-		p := newSendPlan(&protocol.SendMessageRequestHeader{Topic: "T", Properties: c.props, SysFlag: c.sysFlag, ReconsumeTimes: c.reconsume})
-		code, remark := p.classify(c.batch, levels, now)
-		got := want{p.kind, p.level, p.metricType, code}
-		if code != remoting.Success {
-			got.kind, got.level = kindNormal, 0
+		p, code := classified(c.props, c.sysFlag, c.reconsume, false)
+		if code != remoting.Success || p.kind != c.kind || p.level != c.level {
+			t.Errorf("%s: code %d kind %s level %d, want kind %s level %d", c.name, code, p.kind, p.level, c.kind, c.level)
 		}
-		if got != c.want {
-			t.Errorf("%s: got kind %s level %d type %s code %d (%s), want kind %s level %d type %s code %d", c.name,
-				got.kind, got.level, messageTypeNames[got.metric], got.code, remark,
-				c.want.kind, c.want.level, messageTypeNames[c.want.metric], c.want.code)
+	}
+	// Stored as normal: no level, a timer due already, a commercial-edition property, a batch,
+	// a later duplicate DELAY=0.
+	for _, props := range []string{"DELAY\x010\x02", "TIMER_DELIVER_MS\x015\x02", "__STARTDELIVERTIME\x019999999999999\x02", "DELAY\x012\x02DELAY\x010\x02"} {
+		if p, code := classified(props, 0, 0, false); code != remoting.Success || p.kind != kindNormal {
+			t.Errorf("%q: code %d kind %s, want normal", props, code, p.kind)
+		}
+	}
+	if p, _ := classified("DELAY\x012\x02", 0, 0, true); p.kind != kindNormal {
+		t.Errorf("a batch is %s, want normal", p.kind)
+	}
+	// MESSAGE_ILLEGAL: a bad DELAY (on a retry carrying TRAN_MSG too), a timer too far ahead.
+	for _, c := range []struct {
+		props     string
+		reconsume int32
+	}{{"DELAY\x01x\x02", 0}, {"TRAN_MSG\x01true\x02DELAY\x01x\x02", 2}, {"TIMER_DELAY_SEC\x019999999\x02", 0}, {"TIMER_DELAY_SEC\x01-1\x02", 0}} {
+		if _, code := classified(c.props, 0, c.reconsume, false); code != remoting.MessageIllegal {
+			t.Errorf("%q: code %d, want MESSAGE_ILLEGAL", c.props, code)
 		}
 	}
 }
