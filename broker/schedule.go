@@ -84,12 +84,12 @@ func (b *Broker) startScheduler() {
 	go b.scheduleLoop()
 }
 
-// applyDelay stores a delay or timer send (p.kind, decided by classifySend in sendplan.go) in
+// applyDelay stores a delay or timer send (p.kind, decided by sendPlan.classify in sendplan.go) in
 // SCHEDULE_TOPIC_XXXX, queue level-1: the real topic and queue go into REAL_TOPIC / REAL_QID,
 // a delay level drops every timer property, a timer keeps its due time as TIMER_DELIVER_MS
 // and drops the relative ones. props is the send's properties as a map when the caller has
 // one (send-back), else nil.
-func (b *Broker) applyDelay(p *sendPlan, props map[string]string, now time.Time) {
+func (b *Broker) applyDelay(p *sendPlan, props map[string]string) {
 	if props == nil {
 		props = message.ParseProperties(p.props)
 	}

@@ -112,7 +112,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	case kindHalf:
 		toHalfMessage(p)
 	case kindDelay, kindTimer:
-		b.applyDelay(p, nil, now)
+		b.applyDelay(p, nil)
 	}
 
 	records, err := b.encodeSend(bornHost(conn, req), h, p, req.Body, batch, now)

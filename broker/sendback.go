@@ -130,7 +130,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	}
 
 	now := time.Now()
-	p, origTopic := b.sendBackPlan(orig, h, topic, tc, toDLQ, now)
+	p, origTopic := b.sendBackPlan(orig, h, topic, tc, toDLQ)
 	m := &message.Message{
 		Topic: p.topic, QueueID: p.queueID, Flag: orig.Flag, SysFlag: p.sysFlag,
 		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost,
@@ -181,9 +181,9 @@ func (b *Broker) readOriginal(offset int64) (*message.Message, error) {
 
 // sendBackPlan builds the copy's target and properties as a send plan (one scan of the
 // original's properties), delayed by applyDelay as a producer's delayed send unless it goes to
-// the DLQ or carries a PREPARED/ROLLBACK transaction type (classifySend's rule). origTopic is
+// the DLQ or carries a PREPARED/ROLLBACK transaction type (sendPlan.classify's rule). origTopic is
 // the topic the message was first sent to (its RETRY_TOPIC once retried).
-func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool, now time.Time) (p *sendPlan, origTopic string) {
+func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool) (p *sendPlan, origTopic string) {
 	props := message.ParseProperties(orig.Properties)
 	if _, ok := props[message.PropertyRetryTopic]; !ok {
 		props[message.PropertyRetryTopic] = orig.Topic
@@ -222,6 +222,6 @@ func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic st
 		props[message.PropertyCluster] = b.cfg.BrokerClusterName
 	}
 	p.kind, p.level = kindDelay, min(level, len(b.delayLevels))
-	b.applyDelay(p, props, now)
+	b.applyDelay(p, props)
 	return p, origTopic
 }

@@ -1,7 +1,7 @@
 package broker
 
 // A send is read once: newSendPlan scans the request's properties one time (message.ReadKnown)
-// and classifySend decides from that what the message becomes. Everything after (the retry
+// and sendPlan.classify decides from that what the message becomes. Everything after (the retry
 // policy, the half-message and delay rewrites, the cluster property, the replication wait, the
 // metrics) reads the plan instead of the properties string, and the request header stays as
 // the client sent it: the plan carries the target (topic, queue, sysFlag, properties) the
@@ -82,7 +82,7 @@ func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
 // waitStore is the send's WAIT rule (message.Known.WaitStore).
 func (p *sendPlan) waitStore() bool { return p.known.WaitStore() }
 
-// classifySend decides what a send becomes, as RocketMQ's broker does. It is the one
+// classify decides what a send becomes, as RocketMQ's broker does. It is the one
 // classifier: the send path, send-back and the scheduler act on its answer, and metricTypeOf
 // reads the same scan. The rules, edge cases included:
 //   - Half message: TRAN_MSG reads as true by Java's Boolean.parseBoolean ("true", any letter
@@ -206,10 +206,4 @@ func (b *Broker) withCluster(props string, has bool) string {
 		props += string(message.PropertySeparator)
 	}
 	return props + key + b.cfg.BrokerClusterName + string(message.PropertySeparator)
-}
-
-// withClusterProperty is withCluster for properties not scanned yet.
-func (b *Broker) withClusterProperty(props string) string {
-	k := message.ReadKnown(props)
-	return b.withCluster(props, k.Has&message.KnownCluster != 0)
 }

@@ -28,7 +28,7 @@ func (b *Broker) delayHeader(h *protocol.SendMessageRequestHeader, now time.Time
 		return code, remark
 	}
 	if p.kind == kindDelay || p.kind == kindTimer {
-		b.applyDelay(p, nil, now)
+		b.applyDelay(p, nil)
 	}
 	h.Topic, h.QueueID, h.Properties = p.topic, p.queueID, p.props
 	return remoting.Success, ""
@@ -100,7 +100,7 @@ func TestSendPlanLeavesHeader(t *testing.T) {
 	if code, remark := p.classify(false, b.delayLevels, time.Now()); code != remoting.Success {
 		t.Fatal(remark)
 	}
-	b.applyDelay(p, nil, time.Now())
+	b.applyDelay(p, nil)
 	if p.topic == h.Topic || p.props == h.Properties {
 		t.Fatalf("the plan's target was not rewritten: %+v", p)
 	}
