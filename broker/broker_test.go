@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"rocketraft/config"
+	"rocketraft/message"
 )
 
 func TestWithClusterProperty(t *testing.T) {
@@ -18,7 +19,7 @@ func TestWithClusterProperty(t *testing.T) {
 		"MYCLUSTER\x01X\x02":            "MYCLUSTER\x01X\x02CLUSTER\x01C1\x02",
 	}
 	for in, want := range cases {
-		if got := b.withClusterProperty(in); got != want {
+		if got := b.withCluster(in, message.ReadKnown(in).Has&message.KnownCluster != 0); got != want {
 			t.Errorf("%q: got %q want %q", in, got, want)
 		}
 	}

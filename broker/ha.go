@@ -26,7 +26,6 @@ import (
 	"rocketraft/broker/meta"
 	"rocketraft/config"
 	"rocketraft/ha"
-	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
@@ -264,11 +263,8 @@ func (b *Broker) onRegisterAnswer(resp *remoting.Command) {
 // slave to acknowledge the end of the records (FLUSH_SLAVE_TIMEOUT otherwise). The message is
 // stored either way, as the Go client's SendSlaveNotAvailable/SendFlushSlaveTimeout statuses
 // tell the application. Other roles, DLedger mode and WAIT=false sends return SUCCESS.
-func (b *Broker) waitReplicas(h *protocol.SendMessageRequestHeader, results []storage.AppendResult) (int32, string) {
-	if b.raft != nil || b.cfg.BrokerRole != config.RoleSyncMaster || len(results) == 0 {
-		return remoting.Success, ""
-	}
-	if message.ParseProperties(h.Properties)[message.PropertyWaitStoreMsgOK] == "false" {
+func (b *Broker) waitReplicas(waitStore bool, results []storage.AppendResult) (int32, string) {
+	if b.raft != nil || b.cfg.BrokerRole != config.RoleSyncMaster || len(results) == 0 || !waitStore {
 		return remoting.Success, ""
 	}
 	last := results[len(results)-1]

@@ -92,7 +92,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectTraffic reports the send, pull and DLQ counters.
 func (c *brokerCollector) collectTraffic(e metrics.Emitter) {
-	c.m.topics.Range(func(k, v any) bool {
+	c.b.stats.topics.Range(func(k, v any) bool {
 		topic, tm := k.(string), v.(*topicMetrics)
 		sys := isSystem(topic, "")
 		for i := range tm.in {

@@ -12,23 +12,28 @@ import (
 	"rocketraft/config"
 	"rocketraft/message"
 	"rocketraft/metrics"
+	"rocketraft/protocol"
 )
 
 func TestMessageTypeOf(t *testing.T) {
 	cases := map[string]int{
-		"":                                msgNormal,
-		"TAGS\x01a\x02KEYS\x01k\x02":      msgNormal,
-		"TRAN_MSG\x01true\x02PGROUP\x01p": msgTransaction,
-		"TRAN_MSG\x01false\x02":           msgNormal,
-		"__SHARDINGKEY\x01k1\x02":         msgFIFO,
-		"DELAY\x013\x02":                  msgDelay,
-		"TIMER_DELIVER_MS\x0199\x02":      msgDelay,
-		"TIMER_DELAY_MS\x011000":          msgDelay,
-		"XDELAY\x013\x02":                 msgNormal, // a key that merely ends like one
-		"TAGS\x01DELAY\x02":               msgNormal, // a value that looks like a key
+		"":                                     msgNormal,
+		"TAGS\x01a\x02KEYS\x01k\x02":           msgNormal,
+		"TRAN_MSG\x01true\x02PGROUP\x01p":      msgTransaction,
+		"TRAN_MSG\x01false\x02":                msgNormal,
+		"__SHARDINGKEY\x01k1\x02":              msgFIFO,
+		"DELAY\x013\x02":                       msgDelay,
+		"TIMER_DELIVER_MS\x0199\x02":           msgDelay,
+		"TIMER_DELAY_MS\x011000":               msgDelay,
+		"XDELAY\x013\x02":                      msgNormal,      // a key that merely ends like one
+		"TAGS\x01DELAY\x02":                    msgNormal,      // a value that looks like a key
+		"TRAN_MSG\x01TRUE\x02DELAY\x013\x02":   msgTransaction, // also on a retry the broker delays
+		"__SHARDINGKEY\x01k\x02DELAY\x012\x02": msgFIFO,
+		"__STARTDELIVERTIME\x011\x02":          msgDelay, // counted, though nothing delays it
+		"DELAY\x010\x02":                       msgDelay, // present, whatever its value
 	}
 	for props, want := range cases {
-		if got := messageTypeOf(props); got != want {
+		if got := typeOfProps(props); got != want {
 			t.Errorf("%q: type %s, want %s", props, messageTypeNames[got], messageTypeNames[want])
 		}
 	}
@@ -36,14 +41,14 @@ func TestMessageTypeOf(t *testing.T) {
 
 // The send and pull paths' metrics cost no allocation once topic and group are known.
 func TestRecordDoesNotAllocate(t *testing.T) {
-	m := &brokerMetrics{}
+	m := newStats()
 	recs := [][]byte{make([]byte, 100), make([]byte, 2000)}
-	props := "TAGS\x01a\x02"
-	m.recordIn("T", msgNormal, "T", props, recs)
-	m.recordOut("T", "G", 1, 100)
+	p := newSendPlan(&protocol.SendMessageRequestHeader{Topic: "T", Properties: "TAGS\x01a\x02"})
+	m.recordSend("T", p, recs)
+	m.recordGet("T", "G", 1, 100)
 	if n := testing.AllocsPerRun(100, func() {
-		m.recordIn("T", messageTypeOf(props), "T", props, recs)
-		m.recordOut("T", "G", 2, 2100)
+		m.recordSend("T", p, recs)
+		m.recordGet("T", "G", 2, 2100)
 	}); n != 0 {
 		t.Fatalf("%v allocations per send+pull, want 0", n)
 	}
@@ -148,12 +153,14 @@ func TestBrokerCollectorClassic(t *testing.T) {
 	}
 	b.offsets.Commit("G", "T", 0, 2)
 	b.offsets.Commit("G", "T", 1, 0) // a queue without messages: no lag
-	b.metrics.recordIn("T", msgNormal, "T", "", recs)
-	b.metrics.recordIn("T", msgDelay, "SCHEDULE_TOPIC_XXXX", "DELAY\x012\x02", recs[:1])
-	b.metrics.recordOut("T", "G", 2, 300)
-	b.metrics.recordOut("%RETRY%G", "G", 1, 100) // not counted
-	b.metrics.recordIn("%RETRY%G", msgNormal, "%DLQ%G", "RETRY_TOPIC\x01T\x02", recs[:1])
-	b.metrics.recordDLQ("T", "G", 2)
+	b.stats.recordSend("T", sentPlan("T", ""), recs)
+	b.stats.recordSend("T", sentPlan("T", "DELAY\x012\x02"), recs[:1])
+	b.stats.recordGet("T", "G", 2, 300)
+	b.stats.recordGet("%RETRY%G", "G", 1, 100) // not counted
+	toDLQ := sentPlan("%RETRY%G", "RETRY_TOPIC\x01T\x02")
+	toDLQ.toDLQTarget("%DLQ%G")
+	b.stats.recordSend("%RETRY%G", toDLQ, recs[:1])
+	b.stats.recordSendBack("T", "G", "%DLQ%G", recs[:2], true)
 
 	g := gather(t, b)
 	n := float64(len(recs[0]))

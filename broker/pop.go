@@ -397,7 +397,7 @@ func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped,
 	resp.SetExt("msgOffsetInfo", strings.Join(msgInfo, ";"))
 	resp.SetExt("orderCountInfo", strings.Join(orderInfo, ";"))
 	resp.Body = body
-	b.stats.recordGet(p.topic, n)
+	b.stats.recordGet(p.topic, p.group, n, len(body))
 	return resp
 }
 

@@ -128,8 +128,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	b.offsets.SetPullOffset(p.ConsumerGroup, p.Topic, p.QueueID, res.NextBeginOffset)
 	if resp.Code == remoting.Success {
 		resp.Body = res.Body
-		b.stats.recordGet(p.Topic, len(res.Records))
-		b.metrics.recordOut(p.Topic, p.ConsumerGroup, len(res.Records), len(res.Body))
+		b.stats.recordGet(p.Topic, p.ConsumerGroup, len(res.Records), len(res.Body))
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {

@@ -38,7 +38,6 @@ import (
 	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/message"
-	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -59,8 +58,8 @@ const (
 	// timerMaxDelay is how far ahead a timer message may be due (RocketMQ's timerMaxDelaySec
 	// default, 3 days); further is MESSAGE_ILLEGAL.
 	timerMaxDelay = 3 * 24 * time.Hour
-	// propertyTimerDelayMS is the 5.x relative timer in milliseconds (message has no constant for it).
-	propertyTimerDelayMS = "TIMER_DELAY_MS"
+	// propertyTimerDelayMS is the 5.x relative timer in milliseconds.
+	propertyTimerDelayMS = message.PropertyTimerDelayMS
 	// delayOffsetFile is the progress table's file, in the store's config/ directory (classic
 	// mode) or in snapshots (DLedger mode).
 	delayOffsetFile = "delayOffset.json"
@@ -85,70 +84,33 @@ func (b *Broker) startScheduler() {
 	go b.scheduleLoop()
 }
 
-// applyDelay moves a delayed or timer message to SCHEDULE_TOPIC_XXXX, as the
-// send path asks: with DELAY > 0 (capped at the highest level) into queue level-1, with a
-// timer property due in the future into the level that fits. Transactional half messages are
-// left alone (they are delayed, if at all, when committed). The answer is a response code and
-// remark; only a bad timer value is refused (MESSAGE_ILLEGAL).
-func (b *Broker) applyDelay(h *protocol.SendMessageRequestHeader, now time.Time) (int32, string) {
-	if t := h.SysFlag & message.TransactionTypeMask; t != message.TransactionNotType && t != message.TransactionCommitType {
-		return remoting.Success, ""
+// applyDelay stores a delay or timer send (p.kind, decided by sendPlan.classify in sendplan.go) in
+// SCHEDULE_TOPIC_XXXX, queue level-1: the real topic and queue go into REAL_TOPIC / REAL_QID,
+// a delay level drops every timer property, a timer keeps its due time as TIMER_DELIVER_MS
+// and drops the relative ones. props is the send's properties as a map when the caller has
+// one (send-back), else nil.
+func (b *Broker) applyDelay(p *sendPlan, props map[string]string) {
+	if props == nil {
+		props = message.ParseProperties(p.props)
 	}
-	if !hasDelayProperty(h.Properties) {
-		return remoting.Success, "" // most sends: no need to parse the properties into a map
-	}
-	props := message.ParseProperties(h.Properties)
-	level, hasLevel := 0, false
-	if s, ok := props[message.PropertyDelayTimeLevel]; ok {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return remoting.MessageIllegal, fmt.Sprintf("bad %s property %q: not an integer", message.PropertyDelayTimeLevel, s)
-		}
-		level, hasLevel = min(n, len(b.delayLevels)), n > 0
-	}
-	if hasLevel {
-		delete(props, message.PropertyTimerDeliverMS)
-		delete(props, message.PropertyTimerDelaySec)
-		delete(props, propertyTimerDelayMS)
+	delete(props, message.PropertyTimerDelaySec)
+	delete(props, propertyTimerDelayMS)
+	if p.kind == kindTimer {
+		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(p.due.UnixMilli(), 10)
 	} else {
-		due, timer, err := timerDue(props, now)
-		if err != nil {
-			return remoting.MessageIllegal, err.Error()
-		}
-		if !timer || !due.After(now) {
-			return remoting.Success, ""
-		}
-		if due.Sub(now) > timerMaxDelay {
-			return remoting.MessageIllegal, fmt.Sprintf("timer message due at %s is more than %s ahead", due.UTC().Format(time.RFC3339), timerMaxDelay)
-		}
-		delete(props, message.PropertyTimerDelaySec)
-		delete(props, propertyTimerDelayMS)
-		props[message.PropertyTimerDeliverMS] = strconv.FormatInt(due.UnixMilli(), 10)
-		level = b.timerLevel(due.Sub(now))
+		delete(props, message.PropertyTimerDeliverMS)
 	}
-	props[message.PropertyRealTopic] = h.Topic
-	props[message.PropertyRealQueueID] = strconv.Itoa(int(h.QueueID))
-	h.Properties = message.FormatProperties(props)
-	h.Topic = meta.ScheduleTopic
-	h.QueueID = int32(level - 1)
-	return remoting.Success, ""
+	props[message.PropertyRealTopic] = p.topic
+	props[message.PropertyRealQueueID] = strconv.Itoa(int(p.queueID))
+	p.props = message.FormatProperties(props)
+	p.topic = meta.ScheduleTopic
+	p.queueID = int32(p.level - 1)
 }
 
-// hasDelayProperty reports whether encoded properties name a delay level or a timer.
-func hasDelayProperty(props string) bool {
-	for _, k := range [...]string{message.PropertyDelayTimeLevel, message.PropertyTimerDeliverMS,
-		message.PropertyTimerDelaySec, propertyTimerDelayMS} {
-		if _, ok := message.PropertyString(props, k); ok {
-			return true
-		}
-	}
-	return false
-}
-
-// timerDue reads the 5.x timer properties: TIMER_DELIVER_MS (absolute epoch ms) or
-// TIMER_DELAY_SEC / TIMER_DELAY_MS (relative to now).
+// timerDue reads the 5.x timer properties: TIMER_DELAY_SEC, else TIMER_DELAY_MS (relative to
+// now), else TIMER_DELIVER_MS (absolute epoch ms), RocketMQ 5's precedence.
 func timerDue(props map[string]string, now time.Time) (time.Time, bool, error) {
-	for _, k := range []string{message.PropertyTimerDeliverMS, message.PropertyTimerDelaySec, propertyTimerDelayMS} {
+	for _, k := range []string{message.PropertyTimerDelaySec, propertyTimerDelayMS, message.PropertyTimerDeliverMS} {
 		s, ok := props[k]
 		if !ok {
 			continue

@@ -63,7 +63,7 @@ func TestApplyDelay(t *testing.T) {
 	}
 	check := func(name string, h *protocol.SendMessageRequestHeader, topic string, qid int32, want map[string]string) {
 		t.Helper()
-		if code, remark := b.applyDelay(h, now); code != remoting.Success {
+		if code, remark := b.delayHeader(h, now); code != remoting.Success {
 			t.Fatalf("%s: %d %s", name, code, remark)
 		}
 		if h.Topic != topic || h.QueueID != qid {
@@ -89,7 +89,7 @@ func TestApplyDelay(t *testing.T) {
 	half.SysFlag = message.TransactionPreparedType
 	check("half message", half, "Real", 3, nil)
 	for _, bad := range []*protocol.SendMessageRequestHeader{hdr("DELAY", "x"), hdr("TIMER_DELAY_SEC", "-1"), hdr("TIMER_DELAY_SEC", "9999999"), hdr("TIMER_DELIVER_MS", strconv.FormatInt(now.Add(4*24*time.Hour).UnixMilli(), 10))} {
-		if code, _ := b.applyDelay(bad, now); code != remoting.MessageIllegal {
+		if code, _ := b.delayHeader(bad, now); code != remoting.MessageIllegal {
 			t.Errorf("%q: code %d, want MESSAGE_ILLEGAL", bad.Properties, code)
 		}
 	}
@@ -99,7 +99,7 @@ func TestApplyDelay(t *testing.T) {
 func storeDelayed(t *testing.T, b *Broker, ts time.Time, body string, props map[string]string) {
 	t.Helper()
 	h := &protocol.SendMessageRequestHeader{Topic: "Real", QueueID: 1, Properties: message.FormatProperties(props), BornTimestamp: ts.UnixMilli() - 5}
-	if code, remark := b.applyDelay(h, ts); code != remoting.Success {
+	if code, remark := b.delayHeader(h, ts); code != remoting.Success {
 		t.Fatal(remark)
 	}
 	rec, err := message.EncodeRecord(&message.Message{Topic: h.Topic, QueueID: h.QueueID, BornTimestamp: h.BornTimestamp,

@@ -50,7 +50,6 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		return fail(remoting.SystemError, "bad send header: topic and producerGroup are required")
 	}
 	batch := req.Code == remoting.SendBatchMessage
-	inTopic, inProps := h.Topic, h.Properties // for metrics, before retry/delay/half rewrite them
 	if err := message.ValidateTopic(h.Topic); err != nil {
 		return fail(remoting.InvalidParameter, "invalid topic: %v", err)
 	}
@@ -84,14 +83,15 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if h.QueueID >= queueCount {
 		return fail(remoting.InvalidParameter, "request queueId[%d] is illegal, topic %s has %d queues", h.QueueID, h.Topic, queueCount)
 	}
-	if h.QueueID < 0 {
-		h.QueueID = rand.Int32N(max(tc.WriteQueueNums, 1))
+	p := newSendPlan(h) // the one read of the properties (sendplan.go)
+	if p.queueID < 0 {
+		p.queueID = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}
 	if tc.TopicFilterType == protocol.FilterMultiTag {
-		h.SysFlag |= message.SysFlagMultiTags
+		p.sysFlag |= message.SysFlagMultiTags
 	}
-	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) {
-		if code, remark := b.applyRetryPolicy(h); code != remoting.Success {
+	if p.retry {
+		if code, remark := b.applyRetryPolicy(h, p); code != remoting.Success {
 			return fail(code, "%s", remark)
 		}
 	}
@@ -100,25 +100,26 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// for (schedule.go). A transactional one is stored as a half message until
 	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
 	// requested queue. A half message is never delayed.
-	respQueueID := h.QueueID
+	respQueueID := p.queueID
 	now := time.Now()
-	if isTransactionalSend(h) {
-		if batch {
-			return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
-		}
-		toHalfMessage(h)
-	} else if !batch {
-		if code, remark := b.applyDelay(h, now); code != remoting.Success {
-			return fail(code, "%s", remark)
-		}
+	if batch && p.known.TransactionFlag() {
+		return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
+	}
+	if code, remark := p.classify(batch, b.delayLevels, now); code != remoting.Success {
+		return fail(code, "%s", remark)
+	}
+	switch p.kind {
+	case kindHalf:
+		toHalfMessage(p)
+	case kindDelay, kindTimer:
+		b.applyDelay(p, nil)
 	}
 
-	records, err := b.encodeSend(bornHost(conn, req), h, req.Body, batch, now)
+	records, err := b.encodeSend(bornHost(conn, req), h, p, req.Body, batch, now)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
-	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, records: records,
-		inTopic: inTopic, inProps: inProps, respQueueID: respQueueID}
+	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
 	alog, async := b.log.(asyncCommitLog)
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
@@ -142,17 +143,17 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 
 // sendInFlight is what answering a send needs once its append has an outcome.
 type sendInFlight struct {
-	conn             *remoting.Conn
-	req, resp        *remoting.Command
-	h                *protocol.SendMessageRequestHeader
-	records          [][]byte
-	inTopic, inProps string // as the client sent them, for metrics
-	respQueueID      int32
+	conn        *remoting.Conn
+	req, resp   *remoting.Command
+	h           *protocol.SendMessageRequestHeader // as the client sent it
+	plan        *sendPlan
+	records     [][]byte
+	respQueueID int32
 }
 
 // finishSend turns an append's outcome into the send's answer.
 func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err error) *remoting.Command {
-	resp, h := s.resp, s.h
+	resp, h, p := s.resp, s.h, s.plan
 	if errors.Is(err, dledger.ErrNotLeader) {
 		// Leadership moved before the records were proposed (a transfer, or a lost lease): they
 		// are not in the log, so the new leader can take them, and a client with a stale route
@@ -162,7 +163,7 @@ func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err
 		}
 	}
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
-		b.logger.Warn("append failed", "topic", h.Topic, "error", err)
+		b.logger.Warn("append failed", "topic", p.topic, "error", err)
 		resp.Code, resp.Remark = errorCode(err)
 		markRefusal(s.req, resp, err)
 		return resp
@@ -171,11 +172,10 @@ func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err
 		resp.Code = remoting.FlushDiskTimeout
 		resp.Remark = "the message is stored, but the disk flush timed out"
 	}
-	if code, remark := b.waitReplicas(h, results); code != remoting.Success { // SYNC_MASTER (ha.go)
+	if code, remark := b.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go)
 		resp.Code, resp.Remark = code, remark
 	}
-	b.stats.recordPut(h.Topic, len(results))
-	b.metrics.recordIn(s.inTopic, messageTypeOf(s.inProps), h.Topic, s.inProps, s.records)
+	b.stats.recordSend(h.Topic, p, s.records)
 	resp.SetExt("msgId", b.msgIDs(results))
 	resp.SetExt("queueId", strconv.FormatInt(int64(s.respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
@@ -230,8 +230,8 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 
 // applyRetryPolicy handles a message sent to %RETRY%<group>: the group must
 // exist, and a message past its retry limit goes to %DLQ%<group> instead
-// (RocketMQ 4.x's rule: reconsumeTimes >= max).
-func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, string) {
+// (RocketMQ 4.x's rule: reconsumeTimes >= max), which p's target then names.
+func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendPlan) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
 	gc, err := b.groupOrCreate(group)
 	if err != nil {
@@ -256,21 +256,17 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader) (int32, 
 	} else if created {
 		b.triggerRegister()
 	}
-	props := message.ParseProperties(h.Properties)
-	delete(props, message.PropertyDelayTimeLevel)
-	h.Properties = message.FormatProperties(props)
-	h.Topic = dlq
-	h.QueueID = 0
+	p.toDLQTarget(dlq)
 	return remoting.Success, ""
 }
 
-// encodeSend turns the request into stored records: one for a single send,
+// encodeSend turns the request into stored records for p's target: one for a single send,
 // one per entry for a batch, all stamped with the same store time.
-func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, body []byte, batch bool, now time.Time) ([][]byte, error) {
+func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, p *sendPlan, body []byte, batch bool, now time.Time) ([][]byte, error) {
 	m := &message.Message{
-		Topic:          h.Topic,
-		QueueID:        h.QueueID,
-		SysFlag:        h.SysFlag,
+		Topic:          p.topic,
+		QueueID:        p.queueID,
+		SysFlag:        p.sysFlag,
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHost,
 		StoreTimestamp: now.UnixMilli(),
@@ -280,7 +276,7 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 	if !batch {
 		m.Flag = h.Flag
 		m.Body = body
-		m.Properties = b.withClusterProperty(h.Properties)
+		m.Properties = b.withCluster(p.props, p.known.Has&message.KnownCluster != 0)
 		rec, err := message.EncodeRecord(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)
@@ -299,12 +295,13 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 		if len(e.Properties) > message.MaxPropertiesLength {
 			return nil, fmt.Errorf("a batch message's properties length %d exceeds %d", len(e.Properties), message.MaxPropertiesLength)
 		}
-		if _, delayed := message.ParseProperties(e.Properties)[message.PropertyDelayTimeLevel]; delayed {
+		k := message.ReadKnown(e.Properties) // each entry's one scan
+		if k.Has&message.KnownDelay != 0 {
 			return nil, fmt.Errorf("batch messages cannot be delayed")
 		}
 		m.Flag = e.Flag
 		m.Body = e.Body
-		m.Properties = b.withClusterProperty(e.Properties)
+		m.Properties = b.withCluster(e.Properties, k.Has&message.KnownCluster != 0)
 		rec, err := message.EncodeRecord(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode batch message: %w", err)
@@ -312,18 +309,6 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 		records = append(records, rec)
 	}
 	return records, nil
-}
-
-// withClusterProperty adds CLUSTER=<brokerClusterName>, as RocketMQ brokers do.
-func (b *Broker) withClusterProperty(props string) string {
-	key := message.PropertyCluster + string(message.NameValueSeparator)
-	if strings.HasPrefix(props, key) || strings.Contains(props, string(message.PropertySeparator)+key) {
-		return props
-	}
-	if props != "" && !strings.HasSuffix(props, string(message.PropertySeparator)) {
-		props += string(message.PropertySeparator)
-	}
-	return props + key + b.cfg.BrokerClusterName + string(message.PropertySeparator)
 }
 
 func (b *Broker) msgIDs(results []storage.AppendResult) string {

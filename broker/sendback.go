@@ -129,17 +129,13 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", topic)
 	}
 
-	h2 := b.sendBackMessage(orig, h, topic, tc, toDLQ)
-	if !toDLQ {
-		if code, remark := b.applyDelay(h2, time.Now()); code != remoting.Success {
-			return fail(code, "%s", remark)
-		}
-	}
+	now := time.Now()
+	p, origTopic := b.sendBackPlan(orig, h, topic, tc, toDLQ)
 	m := &message.Message{
-		Topic: h2.Topic, QueueID: h2.QueueID, Flag: orig.Flag, SysFlag: orig.SysFlag,
+		Topic: p.topic, QueueID: p.queueID, Flag: orig.Flag, SysFlag: p.sysFlag,
 		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost,
-		StoreTimestamp: time.Now().UnixMilli(), StoreHost: b.storeHost,
-		ReconsumeTimes: orig.ReconsumeTimes + 1, Body: orig.Body, Properties: h2.Properties,
+		StoreTimestamp: now.UnixMilli(), StoreHost: b.storeHost,
+		ReconsumeTimes: orig.ReconsumeTimes + 1, Body: orig.Body, Properties: p.props,
 	}
 	rec, err := message.EncodeRecord(m)
 	if err != nil {
@@ -161,10 +157,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 		markRefusal(req, resp, err)
 		return resp
 	}
-	b.stats.recordPut(h2.Topic, len(results))
-	if toDLQ {
-		b.metrics.recordDLQ(originalTopic(orig), h.Group, len(results))
-	}
+	b.stats.recordSendBack(origTopic, h.Group, topic, records[:len(results)], toDLQ)
 	return resp
 }
 
@@ -186,9 +179,11 @@ func (b *Broker) readOriginal(offset int64) (*message.Message, error) {
 	return m, nil
 }
 
-// sendBackMessage builds the copy's target and properties as a send header, so the delay
-// transformation (applyDelay) applies to it as to a producer's send.
-func (b *Broker) sendBackMessage(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool) *protocol.SendMessageRequestHeader {
+// sendBackPlan builds the copy's target and properties as a send plan (one scan of the
+// original's properties), delayed by applyDelay as a producer's delayed send unless it goes to
+// the DLQ or carries a PREPARED/ROLLBACK transaction type (sendPlan.classify's rule). origTopic is
+// the topic the message was first sent to (its RETRY_TOPIC once retried).
+func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool) (p *sendPlan, origTopic string) {
 	props := message.ParseProperties(orig.Properties)
 	if _, ok := props[message.PropertyRetryTopic]; !ok {
 		props[message.PropertyRetryTopic] = orig.Topic
@@ -205,16 +200,28 @@ func (b *Broker) sendBackMessage(orig *message.Message, h *sendBackHeader, topic
 	delete(props, message.PropertyRealTopic)
 	delete(props, message.PropertyRealQueueID)
 	delete(props, message.PropertyTimerDeliverMS)
-	qid := int32(0)
+	origTopic = props[message.PropertyRetryTopic]
+	p = &sendPlan{topic: topic, sysFlag: orig.SysFlag, retry: !toDLQ, toDLQ: toDLQ}
+	_, hasCluster := props[message.PropertyCluster]
 	if toDLQ {
 		delete(props, message.PropertyDelayTimeLevel)
-	} else {
-		level := h.DelayLevel
-		if level == 0 {
-			level = 3 + int(orig.ReconsumeTimes)
-		}
-		props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
-		qid = rand.Int32N(max(tc.WriteQueueNums, 1))
+		p.props = b.withCluster(message.FormatProperties(props), hasCluster)
+		return p, origTopic
 	}
-	return &protocol.SendMessageRequestHeader{Topic: topic, QueueID: qid, SysFlag: orig.SysFlag, Properties: b.withClusterProperty(message.FormatProperties(props))}
+	level := h.DelayLevel
+	if level == 0 {
+		level = 3 + int(orig.ReconsumeTimes)
+	}
+	props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
+	p.queueID = rand.Int32N(max(tc.WriteQueueNums, 1))
+	if t := message.TransactionType(orig.SysFlag); t != message.TransactionNotType && t != message.TransactionCommitType {
+		p.props = b.withCluster(message.FormatProperties(props), hasCluster)
+		return p, origTopic
+	}
+	if !hasCluster {
+		props[message.PropertyCluster] = b.cfg.BrokerClusterName
+	}
+	p.kind, p.level = kindDelay, min(level, len(b.delayLevels))
+	b.applyDelay(p, props)
+	return p, origTopic
 }

@@ -35,7 +35,6 @@ import (
 	"rocketraft/broker/meta"
 	"rocketraft/dledger"
 	"rocketraft/message"
-	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -51,35 +50,22 @@ const (
 	txnTimeout = 8 * time.Second
 )
 
-// isTransactionalSend reports whether a send takes the half-message path: TRAN_MSG=true, unless
-// it is a retry with a delay level (RocketMQ's exception, so a consumer's retry of a committed
-// transactional message is not held again).
-func isTransactionalSend(h *protocol.SendMessageRequestHeader) bool {
-	if v, ok := message.PropertyString(h.Properties, message.PropertyTransactionPrepared); !ok || v != "true" {
-		return false
-	}
-	if _, delayed := message.PropertyString(h.Properties, message.PropertyDelayTimeLevel); delayed && h.ReconsumeTimes > 0 {
-		return false
-	}
-	return true
-}
-
-// toHalfMessage rewrites a transactional send into its half message: the real topic and queue
+// toHalfMessage turns a transactional send's target into its half message: the real topic and queue
 // go into REAL_TOPIC / REAL_QID, the message into the half topic's queue 0 with the transaction
 // bits reset to NOT_TYPE (so the half queue indexes it and the store dispatches it there only),
 // without any TRAN_PREPARED_QUEUE_OFFSET / TRANSACTION_CHECK_TIMES the client set.
-func toHalfMessage(h *protocol.SendMessageRequestHeader) {
-	props := message.ParseProperties(h.Properties)
+func toHalfMessage(h *sendPlan) {
+	props := message.ParseProperties(h.props)
 	// The check-back's own properties: a client's value would corrupt the bookkeeping (two
 	// transactions sharing an origin, a half discarded unchecked).
 	delete(props, message.PropertyTranPreparedQueueOffset)
 	delete(props, message.PropertyTransactionCheckTimes)
-	props[message.PropertyRealTopic] = h.Topic
-	props[message.PropertyRealQueueID] = strconv.FormatInt(int64(h.QueueID), 10)
-	h.Properties = message.FormatProperties(props)
-	h.Topic = meta.TransHalfTopic
-	h.QueueID = 0
-	h.SysFlag = message.ResetTransactionType(h.SysFlag, message.TransactionNotType)
+	props[message.PropertyRealTopic] = h.topic
+	props[message.PropertyRealQueueID] = strconv.FormatInt(int64(h.queueID), 10)
+	h.props = message.FormatProperties(props)
+	h.topic = meta.TransHalfTopic
+	h.queueID = 0
+	h.sysFlag = message.ResetTransactionType(h.sysFlag, message.TransactionNotType)
 }
 
 // endTxnHeader is END_TRANSACTION's request header (EndTransactionRequestHeader).

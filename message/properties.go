@@ -5,6 +5,7 @@ import (
 	"iter"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Separators of the properties string (§5.1): every pair is name NameValueSeparator value
@@ -51,6 +52,8 @@ const (
 	PropertyShardingKey             = "__SHARDINGKEY"
 	PropertyTimerDeliverMS          = "TIMER_DELIVER_MS"
 	PropertyTimerDelaySec           = "TIMER_DELAY_SEC"
+	PropertyTimerDelayMS            = "TIMER_DELAY_MS"
+	PropertyStartDeliverTime        = "__STARTDELIVERTIME"
 	PropertyDLQOriginTopic          = "DLQ_ORIGIN_TOPIC"
 	PropertyDLQOriginMessageID      = "DLQ_ORIGIN_MESSAGE_ID"
 	PropertyBornHost                = "__BORNHOST"
@@ -74,23 +77,48 @@ func ParseProperties(s string) map[string]string {
 // properties yields the valid name/value pairs of an encoded properties string in order, by
 // ParseProperties' rules (segments without a non-empty name and value are skipped).
 func properties(s string) iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		for len(s) > 0 {
-			seg := s
-			if i := strings.IndexByte(s, PropertySeparator); i >= 0 {
-				seg, s = s[:i], s[i+1:]
-			} else {
-				s = ""
-			}
-			i := strings.IndexByte(seg, NameValueSeparator)
-			if i <= 0 || i == len(seg)-1 {
-				continue
-			}
-			if !yield(seg[:i], seg[i+1:]) {
-				return
-			}
+	return func(yield func(string, string) bool) { eachProperty(s, yield) }
+}
+
+// scans counts full scans of properties strings (see PropertyScans).
+var scans atomic.Int64
+
+// PropertyScans is how many times this package has scanned a properties string from its start
+// since the process began. Every reader of properties (ParseProperties, PropertyString,
+// PropertyValue, ReadKnown) goes through eachProperty, which counts, so a test can prove how
+// often one path reads a message's properties.
+func PropertyScans() int64 { return scans.Load() }
+
+// eachProperty is the one scanner of a properties string: it calls yield with each valid
+// name/value pair in order (a segment needs a U+0001 after a non-empty name and before a
+// non-empty value), until yield returns false.
+func eachProperty[T string | []byte](s T, yield func(k, v T) bool) {
+	scans.Add(1)
+	for len(s) > 0 {
+		seg := s
+		if i := indexByte(s, PropertySeparator); i >= 0 {
+			seg, s = s[:i], s[i+1:]
+		} else {
+			s = s[len(s):]
+		}
+		i := indexByte(seg, NameValueSeparator)
+		if i <= 0 || i == len(seg)-1 {
+			continue
+		}
+		if !yield(seg[:i], seg[i+1:]) {
+			return
 		}
 	}
+}
+
+func indexByte[T string | []byte](s T, c byte) int {
+	switch v := any(s).(type) {
+	case string:
+		return strings.IndexByte(v, c)
+	case []byte:
+		return bytes.IndexByte(v, c)
+	}
+	panic("unreachable")
 }
 
 // FormatProperties encodes m as a properties string with keys sorted, so equal maps give equal
@@ -140,20 +168,11 @@ func PropertyString(props, key string) (string, bool) {
 func PropertyValue(props []byte, key string) ([]byte, bool) {
 	var val []byte
 	found := false
-	for len(props) > 0 {
-		seg := props
-		if i := bytes.IndexByte(props, PropertySeparator); i >= 0 {
-			seg, props = props[:i], props[i+1:]
-		} else {
-			props = nil
+	eachProperty(props, func(k, v []byte) bool {
+		if string(k) == key {
+			val, found = v, true
 		}
-		i := bytes.IndexByte(seg, NameValueSeparator)
-		if i <= 0 || i == len(seg)-1 {
-			continue
-		}
-		if string(seg[:i]) == key {
-			val, found = seg[i+1:], true
-		}
-	}
+		return true
+	})
 	return val, found
 }

@@ -208,13 +208,14 @@ func (s *Store) prepare(records [][]byte) ([]plan, int, bool, error) {
 		}
 		p := &plans[i]
 		p.v = v
-		p.tags = message.TagsCodeBytes(v.Tags())
+		known := message.ReadKnown(v.Properties()) // the one scan of the record's properties
+		p.tags = message.TagsCodeBytes(known.Tags)
 		p.dispatch = message.IsDispatchable(v.SysFlag())
-		if w, ok := v.Property(message.PropertyWaitStoreMsgOK); !ok || string(w) != "false" {
+		if known.WaitStore() {
 			wait = true
 		}
 		if s.idx != nil && message.TransactionType(v.SysFlag()) != message.TransactionRollbackType {
-			p.hashes = indexHashes(v, nil)
+			p.hashes = indexHashes(v.Topic(), &known, nil)
 		}
 		total += len(r)
 	}
@@ -224,13 +225,18 @@ func (s *Store) prepare(records [][]byte) ([]plan, int, bool, error) {
 	return plans, total, wait, nil
 }
 
-// indexHashes appends the index key hashes of a record: UNIQ_KEY and each KEYS element.
-func indexHashes(v message.View, out []int32) []int32 {
-	topic := v.Topic()
-	if u, ok := v.Property(message.PropertyUniqClientMessageID); ok {
-		out = append(out, message.IndexKeyHashParts(topic, u))
+// viewIndexHashes is indexHashes for a record read back (recovery), scanning its properties.
+func viewIndexHashes(v message.View, out []int32) []int32 {
+	known := message.ReadKnown(v.Properties())
+	return indexHashes(v.Topic(), &known, out)
+}
+
+// indexHashes appends the index key hashes of a record of topic: UNIQ_KEY and each KEYS element.
+func indexHashes(topic []byte, known *message.Known[[]byte], out []int32) []int32 {
+	if known.Has&message.KnownUniqKey != 0 {
+		out = append(out, message.IndexKeyHashParts(topic, known.UniqKey))
 	}
-	keys := v.Keys()
+	keys := known.Keys
 	for len(keys) > 0 {
 		k := keys
 		if i := bytes.IndexByte(keys, ' '); i >= 0 {

@@ -102,12 +102,13 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	var hashes []int32
 	for _, r := range recs {
 		phys := offset + int64(r.pos)
+		known := message.ReadKnown(r.v.Properties())
 		if message.IsDispatchable(r.v.SysFlag()) {
 			q := s.queue(r.v.Topic(), r.v.QueueID())
-			q.put(r.v.QueueOffset(), cqUnit{phys: phys, size: int32(r.v.Size()), tags: message.TagsCodeBytes(r.v.Tags())})
+			q.put(r.v.QueueOffset(), cqUnit{phys: phys, size: int32(r.v.Size()), tags: message.TagsCodeBytes(known.Tags)})
 		}
 		if s.idx != nil && message.TransactionType(r.v.SysFlag()) != message.TransactionRollbackType {
-			hashes = indexHashes(r.v, hashes[:0])
+			hashes = indexHashes(r.v.Topic(), &known, hashes[:0])
 			if len(hashes) > 0 && s.idx.ensure(len(hashes)) == nil {
 				s.idx.add(hashes, phys, r.v.StoreTimestamp())
 			}

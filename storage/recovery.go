@@ -150,7 +150,7 @@ func (s *Store) recover(abnormal bool) error {
 			}
 		}
 		if s.idx != nil && phys >= idxFrom && message.TransactionType(v.SysFlag()) != message.TransactionRollbackType {
-			hashes = indexHashes(v, hashes[:0])
+			hashes = viewIndexHashes(v, hashes[:0])
 			if len(hashes) > 0 {
 				if err := s.idx.ensure(len(hashes)); err != nil {
 					return err

@@ -1,0 +1,209 @@
+package broker
+
+// A send is read once: newSendPlan scans the request's properties one time (message.ReadKnown)
+// and sendPlan.classify decides from that what the message becomes. Everything after (the retry
+// policy, the half-message and delay rewrites, the cluster property, the replication wait, the
+// metrics) reads the plan instead of the properties string, and the request header stays as
+// the client sent it: the plan carries the target (topic, queue, sysFlag, properties) the
+// records are encoded with.
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"rocketraft/message"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// sendKind is where and how a send is stored.
+type sendKind uint8
+
+const (
+	// kindNormal: stored in its topic (or its DLQ) as sent.
+	kindNormal sendKind = iota
+	// kindHalf: a transactional message, stored as a half message until END_TRANSACTION
+	// (transaction.go).
+	kindHalf
+	// kindPrepared and kindRollback: the client set a PREPARED or ROLLBACK transaction type
+	// without TRAN_MSG; stored as sent, never delayed, not dispatched by the store.
+	kindPrepared
+	kindRollback
+	// kindDelay: a delay level above 0, stored in SCHEDULE_TOPIC_XXXX (schedule.go).
+	kindDelay
+	// kindTimer: a timer property due in the future, stored in SCHEDULE_TOPIC_XXXX.
+	kindTimer
+)
+
+var sendKindNames = [...]string{"normal", "half", "prepared", "rollback", "delay", "timer"}
+
+func (k sendKind) String() string { return sendKindNames[k] }
+
+// sendPlan is one send as the broker reads it: what the client sent (known, the header's
+// fields) and where its records go.
+type sendPlan struct {
+	// known is the one scan of the properties (as sent; after a move to the DLQ without DELAY).
+	known message.Known[string]
+	kind  sendKind
+	// metricType is the send's message type for the metrics, from the properties as sent.
+	metricType int
+	// retry: the send names %RETRY%<group>; toDLQ: the retry policy moved it to %DLQ%<group>.
+	retry, toDLQ bool
+	// level is the SCHEDULE_TOPIC_XXXX level of a delay or timer send (1-based); due is a timer
+	// send's due time.
+	level int
+	due   time.Time
+	// reconsumeTimes is the header's, for the classification.
+	reconsumeTimes int32
+	// The target the records are encoded with.
+	topic   string
+	queueID int32
+	sysFlag int32
+	props   string
+}
+
+// newSendPlan reads a send header: the one scan of its properties.
+func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
+	p := &sendPlan{
+		known:          message.ReadKnown(h.Properties),
+		reconsumeTimes: h.ReconsumeTimes,
+		topic:          h.Topic,
+		queueID:        h.QueueID,
+		sysFlag:        h.SysFlag,
+		props:          h.Properties,
+	}
+	p.retry = strings.HasPrefix(h.Topic, message.RetryTopicPrefix)
+	p.metricType = metricTypeOf(&p.known)
+	return p
+}
+
+// waitStore is the send's WAIT rule (message.Known.WaitStore).
+func (p *sendPlan) waitStore() bool { return p.known.WaitStore() }
+
+// classify decides what a send becomes, as RocketMQ's broker does. It is the one
+// classifier: the send path, send-back and the scheduler act on its answer, and metricTypeOf
+// reads the same scan. The rules, edge cases included:
+//   - Half message: TRAN_MSG reads as true by Java's Boolean.parseBoolean ("true", any letter
+//     case), unless the send is a retry (reconsumeTimes > 0) whose DELAY parses to a level
+//     above 0; such a retry of a committed transactional message (clients before 4.6.1 kept
+//     TRAN_MSG on it) is stored as an ordinary delayed message (SendMessageProcessor). DELAY=0
+//     on a retry does not make that exception, and a DELAY that is not an integer is only
+//     looked at when reconsumeTimes > 0 (there it is MESSAGE_ILLEGAL).
+//   - A PREPARED or ROLLBACK transaction type in sysFlag without TRAN_MSG: stored as sent, not
+//     delayed. Only NOT_TYPE and COMMIT_TYPE messages are delayed (HookUtils).
+//   - Delay: DELAY parses to a level above 0 (capped at the highest configured level); it wins
+//     over any timer property, which is dropped. DELAY that is not an integer is
+//     MESSAGE_ILLEGAL; DELAY <= 0 is no delay.
+//   - Timer: without a delay level, TIMER_DELAY_SEC, else TIMER_DELAY_MS, else
+//     TIMER_DELIVER_MS (that precedence, as RocketMQ 5) gives the due time; due in the future
+//     (at most timerMaxDelay ahead) is a timer send, due now or before is stored as normal,
+//     keeping the property. A value that is not a non-negative integer is MESSAGE_ILLEGAL.
+//   - __STARTDELIVERTIME (a commercial-edition property) delays nothing; only the metrics
+//     type counts it as Delay, as RocketMQ's do.
+//   - Batches are never delayed nor transactional here: the send path refuses a
+//     transactional batch and a batch entry with DELAY.
+//
+// levels are the configured delay levels; the answer is a response code and remark.
+func (p *sendPlan) classify(batch bool, levels []time.Duration, now time.Time) (int32, string) {
+	k := &p.known
+	hasLevel, level := false, 0
+	if k.Has&message.KnownDelay != 0 && (!k.TransactionFlag() || p.reconsumeTimes > 0) {
+		n, err := strconv.Atoi(k.Delay)
+		if err != nil {
+			return remoting.MessageIllegal, fmt.Sprintf("bad %s property %q: not an integer", message.PropertyDelayTimeLevel, k.Delay)
+		}
+		hasLevel, level = n > 0, min(n, len(levels))
+	}
+	p.kind = kindNormal
+	switch {
+	case batch:
+		return remoting.Success, ""
+	case k.TransactionFlag() && !(p.reconsumeTimes > 0 && hasLevel):
+		p.kind = kindHalf
+		return remoting.Success, ""
+	}
+	switch message.TransactionType(p.sysFlag) {
+	case message.TransactionPreparedType:
+		p.kind = kindPrepared
+		return remoting.Success, ""
+	case message.TransactionRollbackType:
+		p.kind = kindRollback
+		return remoting.Success, ""
+	}
+	if hasLevel {
+		p.kind, p.level = kindDelay, level
+		return remoting.Success, ""
+	}
+	if k.Has&message.KnownTimerMask == 0 {
+		return remoting.Success, ""
+	}
+	due, timer, err := timerDue(timerProps(k), now)
+	if err != nil {
+		return remoting.MessageIllegal, err.Error()
+	}
+	if !timer || !due.After(now) {
+		return remoting.Success, ""
+	}
+	if due.Sub(now) > timerMaxDelay {
+		return remoting.MessageIllegal, fmt.Sprintf("timer message due at %s is more than %s ahead", due.UTC().Format(time.RFC3339), timerMaxDelay)
+	}
+	p.kind, p.due, p.level = kindTimer, due, pickLevel(levels, due.Sub(now))
+	return remoting.Success, ""
+}
+
+// timerProps is the timer properties of a send as timerDue (schedule.go) reads them.
+func timerProps(k *message.Known[string]) map[string]string {
+	m := make(map[string]string, 1)
+	if k.Has&message.KnownTimerDelaySec != 0 {
+		m[message.PropertyTimerDelaySec] = k.TimerDelaySec
+	}
+	if k.Has&message.KnownTimerDelayMS != 0 {
+		m[message.PropertyTimerDelayMS] = k.TimerDelayMS
+	}
+	if k.Has&message.KnownTimerDeliverMS != 0 {
+		m[message.PropertyTimerDeliverMS] = k.TimerDeliverMS
+	}
+	return m
+}
+
+// metricTypeOf classifies a send as RocketMQ 5's metrics do (BrokerMetricsManager), from the
+// properties as sent: transactional (TRAN_MSG true, any case, even on a retry the broker stores
+// as delayed), else FIFO (a sharding key), else Delay (DELAY, a timer property or
+// __STARTDELIVERTIME present, whatever its value), else normal.
+func metricTypeOf(k *message.Known[string]) int {
+	switch {
+	case k.TransactionFlag():
+		return msgTransaction
+	case k.Has&message.KnownShardingKey != 0:
+		return msgFIFO
+	case k.Has&(message.KnownDelay|message.KnownTimerMask|message.KnownStartDeliverTime) != 0:
+		return msgDelay
+	}
+	return msgNormal
+}
+
+// toDLQTarget moves a retry send past its limit to dlq queue 0 without its DELAY (the one
+// rewrite of the properties on that path).
+func (p *sendPlan) toDLQTarget(dlq string) {
+	props := message.ParseProperties(p.props)
+	delete(props, message.PropertyDelayTimeLevel)
+	p.props = message.FormatProperties(props)
+	p.known.Has &^= message.KnownDelay
+	p.known.Delay = ""
+	p.topic, p.queueID, p.toDLQ = dlq, 0, true
+}
+
+// withCluster adds CLUSTER=<brokerClusterName> to props unless has (the plan's scan found one),
+// as RocketMQ brokers do; an existing CLUSTER is kept.
+func (b *Broker) withCluster(props string, has bool) string {
+	if has {
+		return props
+	}
+	key := message.PropertyCluster + string(message.NameValueSeparator)
+	if props != "" && !strings.HasSuffix(props, string(message.PropertySeparator)) {
+		props += string(message.PropertySeparator)
+	}
+	return props + key + b.cfg.BrokerClusterName + string(message.PropertySeparator)
+}
