@@ -19,6 +19,7 @@ import (
 	"rocketraft/acl"
 	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
+	"rocketraft/broker/schedule"
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
@@ -88,6 +89,7 @@ type Broker struct {
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
+	sched        *schedule.Scheduler // delivers them (schedule.go wires it)
 	// DLedger mode: lockMu serialises queue-lock decisions with their proposals, and leaderAt
 	// (unix ns) is when this node last became the ready leader (locks.go).
 	lockMu   sync.Mutex
@@ -194,6 +196,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
+	b.wireScheduler()
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
