@@ -20,6 +20,7 @@ import (
 	"rocketraft/broker/clients"
 	"rocketraft/broker/meta"
 	"rocketraft/broker/schedule"
+	"rocketraft/broker/txn"
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
@@ -75,8 +76,8 @@ type Broker struct {
 	leaderAddrs leaderAddrCache
 	stats       *stats
 	metrics     *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
-	// txn: transactional messages, END_TRANSACTION and the check-back (txncheck.go).
-	txn *txnService
+	// txn: END_TRANSACTION and the check-back (package broker/txn, wired in transaction.go).
+	txn *txn.Service
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
@@ -141,7 +142,6 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("peerSecret: %w", perr)
 	}
 	b.peerKey = peerKey
-	b.txn = newTxnService(b)
 	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
 	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
@@ -197,6 +197,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.wireScheduler()
+	b.txn = b.newTxnService()
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
@@ -324,7 +325,10 @@ func (b *Broker) Start() error {
 	go b.housekeeping()
 	b.startScheduler()
 	b.wg.Add(1)
-	go b.txnCheckLoop() // transactions: checks only while this node is the master (txncheck.go)
+	go func() { // transactions: checks only while this node is the master (package broker/txn)
+		defer b.wg.Done()
+		b.txn.Run(b.stop)
+	}()
 	if b.acl != nil {
 		b.wg.Add(1)
 		go func() {
