@@ -18,6 +18,7 @@ import (
 
 	"rocketraft/acl"
 	"rocketraft/broker/clients"
+	"rocketraft/broker/longpoll"
 	"rocketraft/broker/meta"
 	"rocketraft/broker/schedule"
 	"rocketraft/broker/txn"
@@ -63,7 +64,7 @@ type Broker struct {
 	groups   *meta.Groups
 	offsets  *meta.Offsets
 	clients  *clients.Manager
-	longPoll *longPoll
+	longPoll *longpoll.Holder
 	server   *remoting.Server
 	nsClient *remoting.Client
 	// serverTLS and clientTLS are the remoting port's TLS and that of the broker's own
@@ -133,7 +134,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stop:        make(chan struct{}),
 		stats:       newStats(),
 	}
-	b.longPoll = newLongPoll(b)
+	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: b.queueMaxOffset})
 	if err := b.openACL(); err != nil {
 		return nil, err
 	}
@@ -270,7 +271,7 @@ func (b *Broker) storeConfig() storage.Config {
 	c.MaxIndexNum = b.cfg.MaxIndexNum
 	c.Logger = b.logger.Named("store")
 	c.OnDispatch = func(topic string, queueID int32, queueOffset int64, tagsCode int64) {
-		b.longPoll.notify(topic, queueID, queueOffset, tagsCode)
+		b.longPoll.Notify(topic, queueID, queueOffset, tagsCode)
 		b.haNotify()
 	}
 	return c
@@ -321,7 +322,10 @@ func (b *Broker) Start() error {
 		go b.watchRole()
 	}
 	go b.registerLoop()
-	go b.longPoll.run()
+	go func() {
+		defer b.wg.Done()
+		b.longPoll.Run(b.stop)
+	}()
 	go b.housekeeping()
 	b.startScheduler()
 	b.wg.Add(1)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"rocketraft/broker/clients"
+	"rocketraft/broker/longpoll"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -133,12 +134,12 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := capSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
+		hold := longpoll.CapSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
 		if !b.cfg.LongPollingEnable {
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}
 		if hold > 0 {
-			b.longPoll.suspend(&waiter{conn: conn, req: req, topic: p.Topic, queueID: p.QueueID, offset: p.QueueOffset, sub: sub, deadline: time.Now().Add(hold)})
+			b.longPoll.Suspend(b.pullWaiter(conn, req, p.Topic, p.QueueID, p.QueueOffset, sub, time.Now().Add(hold)))
 			return nil
 		}
 	}
@@ -236,4 +237,19 @@ func pullCode(s storage.GetStatus) int32 {
 	default: // OFFSET_OVERFLOW_ONE, OFFSET_FOUND_NULL
 		return remoting.PullNotFound
 	}
+}
+
+// pullWaiter is a suspended pull as the long-poll holder parks it: woken by a message at or past
+// offset that sub selects, answered by running the pull again (without suspending).
+func (b *Broker) pullWaiter(conn *remoting.Conn, req *remoting.Command, topic string, qid int32, offset int64, sub *clients.Subscription, deadline time.Time) *longpoll.Waiter {
+	w := &longpoll.Waiter{Topic: topic, QueueID: qid, Offset: offset, Deadline: deadline, Gone: conn.Done(),
+		Answer: func() {
+			if resp := b.pull(conn, req, false); resp != nil {
+				_ = conn.Reply(resp)
+			}
+		}}
+	if sub != nil {
+		w.Match = sub.Match
+	}
+	return w
 }
