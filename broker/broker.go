@@ -20,6 +20,7 @@ import (
 	"rocketraft/broker/clients"
 	"rocketraft/broker/longpoll"
 	"rocketraft/broker/meta"
+	"rocketraft/broker/replication"
 	"rocketraft/broker/schedule"
 	"rocketraft/broker/txn"
 	"rocketraft/config"
@@ -96,9 +97,10 @@ type Broker struct {
 	// (unix ns) is when this node last became the ready leader (locks.go).
 	lockMu   sync.Mutex
 	leaderAt atomic.Int64
-	// ha is classic master/slave replication (ha.go): the HA server of a master (or of a
-	// DLedger leader serving legacy slaves), the HA client and metadata copy of a slave.
-	ha haState
+	// repl is classic master/slave replication (package broker/replication, wired in ha.go):
+	// the HA server of a master (or of a DLedger leader serving legacy slaves), the HA client
+	// and metadata copy of a slave.
+	repl *replication.Service
 	// acl checks every request when aclEnable is set (acl.go); nil otherwise. rt holds the
 	// keys UPDATE_BROKER_CONFIG may change at runtime (brokerconfig.go).
 	acl *acl.Store
@@ -199,6 +201,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
+	b.repl = b.newReplication()
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
@@ -272,7 +275,7 @@ func (b *Broker) storeConfig() storage.Config {
 	c.Logger = b.logger.Named("store")
 	c.OnDispatch = func(topic string, queueID int32, queueOffset int64, tagsCode int64) {
 		b.longPoll.Notify(topic, queueID, queueOffset, tagsCode)
-		b.haNotify()
+		b.repl.Notify()
 	}
 	return c
 }
@@ -311,7 +314,7 @@ func (b *Broker) Start() error {
 		_ = b.server.Close()
 		return fmt.Errorf("listen on httpPort %d: %w", b.cfg.HTTPPort, err)
 	}
-	if err := b.startHA(); err != nil {
+	if err := b.repl.Start(); err != nil {
 		_ = b.server.Close()
 		return err
 	}
@@ -376,7 +379,7 @@ func (b *Broker) Close() error {
 			b.waitInflight()
 		}
 		close(b.stop)
-		b.stopHA()
+		b.repl.Stop()
 		if b.server != nil {
 			_ = b.server.Close()
 		}
