@@ -18,6 +18,7 @@ import (
 
 	"rocketraft/acl"
 	"rocketraft/broker/clients"
+	"rocketraft/broker/diskfail"
 	"rocketraft/broker/longpoll"
 	"rocketraft/broker/meta"
 	"rocketraft/broker/replication"
@@ -116,8 +117,8 @@ type Broker struct {
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 
-	// disk takes the node out of service on a failed write (DLedger mode, diskfail.go).
-	disk *diskFailure
+	// disk takes the node out of service on a failed write (DLedger mode, broker/diskfail).
+	disk *diskfail.Guard
 
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).
@@ -195,7 +196,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
 		return nil, err
 	}
-	b.disk = newDiskFailure(logger)
+	b.disk = diskfail.New(logger)
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
@@ -210,8 +211,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
 	}
 	b.metrics = newBrokerMetrics(b)
-	leave := b.leaveOnDiskFailure
-	b.disk.leave.Store(&leave)
+	b.disk.SetLeave(b.leaveOnDiskFailure)
 	return b, nil
 }
 
@@ -220,7 +220,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 // step of New that can fail.
 func (b *Broker) openCommitLog() error {
 	if b.cfg.EnableDLegerCommitLog {
-		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.report)
+		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.Report)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 // Package broker serves RocketMQ's broker requests — sends, pulls with long
 // polling, consumer offsets, client heartbeats, queue locks, queries,
-// transactions (transaction.go, txncheck.go) and administration — over the
+// transactions (transaction.go; package broker/txn) and administration — over the
 // remoting protocol, and keeps the broker registered with every name server.
 //
 // The broker appends through the CommitLog interface (a local store in classic

@@ -57,7 +57,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
 		// The replica's store is authoritative for what can be read. Likewise on a classic slave,
-		// whose topic configs are copied from the master only every 10 s (ha.go).
+		// whose topic configs are copied from the master only every 10 s (broker/replication).
 		if maxOff, _ := b.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
 			tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
 		}
@@ -139,7 +139,18 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}
 		if hold > 0 {
-			b.longPoll.Suspend(b.pullWaiter(conn, req, p.Topic, p.QueueID, p.QueueOffset, sub, time.Now().Add(hold)))
+			// Woken by a message at or past the offset that sub selects; answered by running the
+			// pull again, without suspending.
+			w := &longpoll.Waiter{Topic: p.Topic, QueueID: p.QueueID, Offset: p.QueueOffset, Deadline: time.Now().Add(hold), Gone: conn.Done(),
+				Answer: func() {
+					if resp := b.pull(conn, req, false); resp != nil {
+						_ = conn.Reply(resp)
+					}
+				}}
+			if sub != nil {
+				w.Match = sub.Match
+			}
+			b.longPoll.Suspend(w)
 			return nil
 		}
 	}
@@ -237,19 +248,4 @@ func pullCode(s storage.GetStatus) int32 {
 	default: // OFFSET_OVERFLOW_ONE, OFFSET_FOUND_NULL
 		return remoting.PullNotFound
 	}
-}
-
-// pullWaiter is a suspended pull as the long-poll holder parks it: woken by a message at or past
-// offset that sub selects, answered by running the pull again (without suspending).
-func (b *Broker) pullWaiter(conn *remoting.Conn, req *remoting.Command, topic string, qid int32, offset int64, sub *clients.Subscription, deadline time.Time) *longpoll.Waiter {
-	w := &longpoll.Waiter{Topic: topic, QueueID: qid, Offset: offset, Deadline: deadline, Gone: conn.Done(),
-		Answer: func() {
-			if resp := b.pull(conn, req, false); resp != nil {
-				_ = conn.Reply(resp)
-			}
-		}}
-	if sub != nil {
-		w.Match = sub.Match
-	}
-	return w
 }

@@ -1,17 +1,24 @@
 package broker
 
 import (
+	"context"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/internal/storetest"
 	"rocketraft/broker/meta"
 	"rocketraft/config"
+	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // scheduleBroker is a classic broker (not listening) over a store in a temporary directory.
@@ -92,5 +99,49 @@ func TestParseSendBackHeader(t *testing.T) {
 		if _, err := parseSendBackHeader(bad); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+// failingLog is a CommitLog that refuses every append with err.
+type failingLog struct{ err error }
+
+func (f failingLog) Append(context.Context, [][]byte) ([]storage.AppendResult, error) { return nil, f.err }
+
+// TestClassicDeliver: classic mode's delivery commit appends the records, then moves and saves
+// the level's progress; records the store refuses as illegal are skipped (progress moves), any
+// other append error leaves the progress where it was; a flush timeout counts as stored.
+func TestClassicDeliver(t *testing.T) {
+	st := storetest.Open(t)
+	path := filepath.Join(t.TempDir(), delayOffsetFile)
+	offsets, err := meta.OpenDelayOffsets(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := message.EncodeRecord(&message.Message{Topic: "Real", QueueID: 1, Body: []byte("x"), StoreHost: storetest.Host, BornHost: storetest.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := classicDeliver(st, offsets, nil)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 0, To: 3, Records: [][]byte{rec}}); err != nil {
+		t.Fatal(err)
+	}
+	if offsets.Get(2) != 3 || len(storetest.Read(t, st, "Real", 1)) != 1 {
+		t.Fatalf("progress %d, real %d", offsets.Get(2), len(storetest.Read(t, st, "Real", 1)))
+	}
+	if again, err := meta.OpenDelayOffsets(path, nil); err != nil || again.Get(2) != 3 {
+		t.Fatalf("progress not saved: %v", err)
+	}
+	quiet := hclog.NewNullLogger()
+	if err := classicDeliver(failingLog{storage.ErrMessageIllegal}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 3, To: 4, Records: [][]byte{rec}}); err != nil || offsets.Get(2) != 4 {
+		t.Fatalf("illegal records: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{storage.ErrFlushDiskTimeout}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 4, To: 5, Records: [][]byte{rec}}); err != nil || offsets.Get(2) != 5 {
+		t.Fatalf("flush timeout: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{errors.New("disk gone")}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 5, To: 6, Records: [][]byte{rec}}); err == nil || offsets.Get(2) != 5 {
+		t.Fatalf("append error: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{errors.New("unused")}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 1, From: 0, To: 2}); err != nil || offsets.Get(1) != 2 {
+		t.Fatalf("a step of skipped units only: %v, progress %d", err, offsets.Get(1))
 	}
 }
