@@ -67,15 +67,6 @@ func (b *Broker) wireScheduler() {
 	b.sched = schedule.New(cfg)
 }
 
-// startScheduler starts the delivery loop (it idles unless this node may deliver).
-func (b *Broker) startScheduler() {
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		b.sched.Run(b.stop)
-	}()
-}
-
 // applyDelay moves a delayed or timer message to SCHEDULE_TOPIC_XXXX, as the
 // send path asks: with DELAY > 0 (capped at the highest level) into queue level-1, with a
 // timer property due in the future into the level that fits. Transactional half messages are

@@ -57,15 +57,6 @@ func toHalfMessage(h *protocol.SendMessageRequestHeader) {
 	h.SysFlag = message.ResetTransactionType(h.SysFlag, message.TransactionNotType)
 }
 
-// txnMaster reports whether this node resolves transactions: the classic master, or the ready
-// DLedger leader.
-func (b *Broker) txnMaster() bool {
-	if b.raft == nil {
-		return b.cfg.IsMaster()
-	}
-	return b.isLeader()
-}
-
 // handleEndTransaction serves END_TRANSACTION (37). A DLedger follower forwards it to the
 // leader; a classic slave answers SLAVE_NOT_AVAILABLE as RocketMQ's does.
 func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
@@ -109,9 +100,14 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 // open).
 func (b *Broker) newTxnService() *txn.Service {
 	return txn.New(txn.Config{
-		Acquire:         b.acquireStore,
-		Append:          b.log.Append,
-		IsMaster:        b.txnMaster,
+		Acquire: b.acquireStore,
+		Append:  b.log.Append,
+		IsMaster: func() bool { // the classic master, or the ready DLedger leader
+			if b.raft == nil {
+				return b.cfg.IsMaster()
+			}
+			return b.isLeader()
+		},
 		CommittedOffset: b.committedOffset,
 		CommitOffset:    b.commitOffset,
 		EnsureCheckMaxTopic: func() error {
