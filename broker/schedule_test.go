@@ -105,7 +105,9 @@ func TestParseSendBackHeader(t *testing.T) {
 // failingLog is a CommitLog that refuses every append with err.
 type failingLog struct{ err error }
 
-func (f failingLog) Append(context.Context, [][]byte) ([]storage.AppendResult, error) { return nil, f.err }
+func (f failingLog) Append(context.Context, [][]byte) ([]storage.AppendResult, error) {
+	return nil, f.err
+}
 
 // TestClassicDeliver: classic mode's delivery commit appends the records, then moves and saves
 // the level's progress; records the store refuses as illegal are skipped (progress moves), any

@@ -96,6 +96,20 @@ func (n *node) put(t *testing.T, body string) storage.AppendResult {
 	return res
 }
 
+// startSlave starts a classic slave (brokerId 1) following m's advertised HA address.
+func startSlave(t *testing.T, m *node) *node {
+	t.Helper()
+	sl := newNode(t, Slave, func(c *config.Broker) {
+		c.HAMasterAddress = m.s.AdvertisedAddr()
+		c.BrokerRole = config.RoleSlave
+		c.BrokerID = 1
+	})
+	if err := sl.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return sl
+}
+
 // waitFor polls cond for up to 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -117,14 +131,7 @@ func TestMasterAndSlave(t *testing.T) {
 		t.Fatalf("advertised %q", m.s.AdvertisedAddr())
 	}
 	m.put(t, "one")
-	sl := newNode(t, Slave, func(c *config.Broker) {
-		c.HAMasterAddress = m.s.AdvertisedAddr()
-		c.BrokerRole = config.RoleSlave
-		c.BrokerID = 1
-	})
-	if err := sl.s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sl := startSlave(t, m)
 	m.put(t, "two")
 	waitFor(t, "replication", func() bool { return sl.st.CommitLogMaxOffset() == m.st.CommitLogMaxOffset() })
 	got := storetest.Read(t, sl.st, "T", 0)
@@ -168,14 +175,7 @@ func TestSyncMasterWaits(t *testing.T) {
 	if code, _ := m.s.WaitReplicas(res.PhysicalOffset + int64(res.Size)); code != remoting.SlaveNotAvailable {
 		t.Fatalf("no slave: %d", code)
 	}
-	sl := newNode(t, Slave, func(c *config.Broker) {
-		c.HAMasterAddress = m.s.AdvertisedAddr()
-		c.BrokerRole = config.RoleSlave
-		c.BrokerID = 1
-	})
-	if err := sl.s.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startSlave(t, m)
 	waitFor(t, "an in-sync slave", func() bool { return m.s.Status().InSyncSlaveNums == 1 })
 	res = m.put(t, "replicated")
 	if code, remark := m.s.WaitReplicas(res.PhysicalOffset + int64(res.Size)); code != remoting.Success {

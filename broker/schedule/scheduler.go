@@ -46,7 +46,8 @@ type Config struct {
 	MayDeliver func() bool
 	// AfterPoll runs after every poll while delivering (classic mode saves the table); may be nil.
 	AfterPoll func()
-	// StoreHost is the store host stamped on delivered records (known once the broker listens).
+	// StoreHost is the store host stamped on delivered records (known once the broker listens);
+	// required.
 	StoreHost func() netip.AddrPort
 	// MaxStepBytes caps a step's bytes below stepBytes (0: no further cap).
 	MaxStepBytes int
@@ -67,9 +68,6 @@ func New(cfg Config) *Scheduler {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
-	}
-	if cfg.StoreHost == nil {
-		cfg.StoreHost = func() netip.AddrPort { return netip.AddrPort{} }
 	}
 	return &Scheduler{cfg: cfg}
 }

@@ -52,7 +52,7 @@ type Config struct {
 	EnsureCheckMaxTopic func() error
 	// ProducerConn returns a live connection of group, or nil when none is.
 	ProducerConn func(group string) Producer
-	// StoreHost is the store host stamped on the records written here.
+	// StoreHost is the store host stamped on the records written here; required.
 	StoreHost func() netip.AddrPort
 	// CheckInterval is transactionCheckInterval, CheckTimeout transactionTimeOut (the age of a
 	// half before its first check-back), CheckMax transactionCheckMax.
@@ -78,17 +78,14 @@ type Service struct {
 
 // New returns a service over cfg.
 func New(cfg Config) *Service {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.CheckInterval <= 0 {
+		cfg.CheckInterval = time.Minute // a hand-built config (tests); config validation requires > 0
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
-	if cfg.StoreHost == nil {
-		cfg.StoreHost = func() netip.AddrPort { return netip.AddrPort{} }
-	}
-	if cfg.CheckInterval <= 0 {
-		cfg.CheckInterval = time.Minute // a hand-built config (tests); config validation requires > 0
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Service{cfg: cfg, busy: map[int64]chan struct{}{}, cursor: -1}
 }

@@ -36,6 +36,8 @@ func (p *producer) InvokeOneway(req *remoting.Command) error {
 
 func (p *producer) RemoteAddr() string { return "127.0.0.1:5555" }
 
+func (p *producer) count() int { p.mu.Lock(); defer p.mu.Unlock(); return len(p.reqs) }
+
 // rig is a Service over a store in a temporary directory, with an in-memory offset table, a
 // settable clock and master flag, and one producer of group PG.
 type rig struct {
@@ -384,16 +386,31 @@ func TestClaimSerialisesAnswers(t *testing.T) {
 	}
 }
 
-// TestRunStops: Run returns when stop closes.
-func TestRunStops(t *testing.T) {
+// TestRunChecksWhileMaster: Run's passes check back due halves only while this node is the
+// master, and Run returns when stop closes.
+func TestRunChecksWhileMaster(t *testing.T) {
 	r := newRig(t, 15)
+	r.s.cfg.CheckInterval = 10 * time.Millisecond
+	r.half(t, "a", nil)
+	r.advance(7 * time.Second)
+	r.mu.Lock()
+	r.master = false
+	r.mu.Unlock()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { r.s.Run(stop); close(done) }()
-	close(stop)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return")
+	time.Sleep(50 * time.Millisecond)
+	if n := r.prod.count(); n != 0 {
+		t.Fatalf("%d check-backs while not the master", n)
 	}
+	r.mu.Lock()
+	r.master = true
+	r.mu.Unlock()
+	for deadline := time.Now().Add(5 * time.Second); r.prod.count() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no check-back from Run")
+		}
+	}
+	close(stop)
+	<-done
 }
