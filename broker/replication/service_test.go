@@ -1,7 +1,6 @@
 package replication
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -32,20 +31,33 @@ type node struct {
 	s         *Service
 	registers atomic.Int32
 	routes    map[int64]string
-	log       *lockedBuffer
+	log       *errorLog
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// errorLog is a logger that also keeps the messages of its Error calls.
+type errorLog struct {
+	hclog.Logger
+	mu   sync.Mutex
+	msgs []string
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *errorLog) Error(msg string, args ...any) {
+	l.mu.Lock()
+	l.msgs = append(l.msgs, msg)
+	l.mu.Unlock()
+}
+
+// logged reports whether an Error message contained sub.
+func (l *errorLog) logged(sub string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Write(p)
+	for _, m := range l.msgs {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
 }
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 func newNode(t *testing.T, role Role, tune func(*config.Broker)) *node {
 	t.Helper()
@@ -59,7 +71,7 @@ func newNode(t *testing.T, role Role, tune func(*config.Broker)) *node {
 	if tune != nil {
 		tune(cfg)
 	}
-	n := &node{st: storetest.Open(t), cfg: cfg, log: &lockedBuffer{}}
+	n := &node{st: storetest.Open(t), cfg: cfg, log: &errorLog{Logger: hclog.NewNullLogger()}}
 	dir := t.TempDir()
 	var err error
 	if n.topics, err = meta.OpenTopics(filepath.Join(dir, "topics.json"), nil); err != nil {
@@ -83,7 +95,7 @@ func newNode(t *testing.T, role Role, tune func(*config.Broker)) *node {
 			return n.routes, nil
 		},
 		SelfAddr: func() string { return "127.0.0.1:10911" },
-		Logger:   hclog.New(&hclog.LoggerOptions{Output: n.log, Level: hclog.Info}),
+		Logger:   n.log,
 	})
 	t.Cleanup(n.s.Stop)
 	return n
@@ -277,7 +289,7 @@ func TestSlaveLearnsMasterAndCopiesMetadata(t *testing.T) {
 		t.Fatalf("learned %q %q", ha, ma)
 	}
 	waitFor(t, "the brokerId warning", func() bool {
-		return strings.Contains(sl.log.String(), "another broker is registered under this slave's brokerId")
+		return sl.log.logged("another broker is registered under this slave's brokerId")
 	})
 	// A master does not take a slave's answer.
 	m := newNode(t, Master, nil)
