@@ -24,13 +24,20 @@ import (
 // scheduleBroker is a classic broker (not listening) over a store in a temporary directory.
 func scheduleBroker(t *testing.T, levels string) *Broker {
 	t.Helper()
+	return classicBroker(t, func(cfg *config.Broker) { cfg.MessageDelayLevel = levels })
+}
+
+// classicBroker is a classic broker built by New (not listening) over a store in a temporary
+// directory, its configuration adjusted by tune.
+func classicBroker(t *testing.T, tune func(*config.Broker)) *Broker {
+	t.Helper()
 	cfg := config.NewBroker()
 	cfg.StorePathRootDir = t.TempDir()
 	cfg.StorePathCommitLog = filepath.Join(cfg.StorePathRootDir, "commitlog")
 	cfg.MappedFileSizeCommitLog = 1 << 20
 	cfg.MapedFileSizeConsumeQueue = 1000 * 20
 	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 100, 400
-	cfg.MessageDelayLevel = levels
+	tune(cfg)
 	b, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
