@@ -197,12 +197,12 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.disk = diskfail.New(logger)
+	b.repl = b.newReplication() // before the store: its dispatch callback notifies the HA server
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
-	b.repl = b.newReplication()
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})

@@ -21,11 +21,11 @@ func (b *Broker) isClassicSlave() bool {
 }
 
 // newReplication builds the replication service for this broker's role (New calls it once the
-// store and the metadata tables are open).
+// metadata tables are open, before the store: the store's dispatch callback notifies it).
 func (b *Broker) newReplication() *replication.Service {
 	role := replication.Master
 	switch {
-	case b.raft != nil:
+	case b.cfg.EnableDLegerCommitLog:
 		role = replication.GroupMember
 	case b.cfg.BrokerRole == config.RoleSlave:
 		role = replication.Slave
@@ -38,7 +38,6 @@ func (b *Broker) newReplication() *replication.Service {
 		Broker:           b.cfg,
 		ListenAddr:       net.JoinHostPort(listenHost(b.cfg.BrokerIP2), strconv.Itoa(b.cfg.HAListenPort)),
 		Acquire:          b.acquireStore,
-		Local:            b.local,
 		Keys:             peers.haKeys(),
 		Credential:       peers.haCredential(),
 		ClientTLS:        b.clientTLS,

@@ -49,11 +49,11 @@ type Config struct {
 	// ListenAddr is the HA server's listen address (host:port; the host empty for every
 	// interface).
 	ListenAddr string
-	// Acquire returns the store the HA server streams and its release function.
+	// Acquire returns the store the HA server streams and its release function; in classic mode
+	// the local store, which a slave appends to and a SYNC_MASTER reads the end of. It is first
+	// called by Start, so the service may be built before the store opens (the store's dispatch
+	// callback calls Notify from its first append).
 	Acquire func() (*storage.Store, func(), error)
-	// Local is the classic store: a slave appends to it, a SYNC_MASTER reads its end. nil in
-	// DLedger mode.
-	Local *storage.Store
 	// Keys is what the HA server requires of a slave, Credential what a slave proves (nil:
 	// nothing; the broker's peer-link policy decides).
 	Keys       peerauth.KeyFunc
@@ -132,8 +132,7 @@ func (s *Service) Start() error {
 	case GroupMember:
 		return nil
 	case Slave:
-		s.startClient()
-		return nil
+		return s.startClient()
 	default:
 		return s.startServer()
 	}
@@ -263,7 +262,10 @@ func (s *Service) WaitReplicas(end int64) (int32, string) {
 		return remoting.Success, ""
 	}
 	srv := s.server.Load()
-	if srv == nil || !srv.SlaveOK(s.cfg.Local.CommitLogMaxOffset()) {
+	if srv == nil {
+		return remoting.SlaveNotAvailable, "the message is stored on the master, but no slave is connected and in sync"
+	}
+	if masterMax, err := (source{s.cfg.Acquire}).CommitLogMaxOffset(); err != nil || !srv.SlaveOK(masterMax) {
 		return remoting.SlaveNotAvailable, "the message is stored on the master, but no slave is connected and in sync"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Broker.SyncFlushWait())

@@ -88,8 +88,8 @@ func newNode(t *testing.T, role Role, tune func(*config.Broker)) *node {
 	}
 	n.s = New(Config{
 		Role: role, Broker: cfg, ListenAddr: "127.0.0.1:0",
-		Acquire: storetest.Acquire(n.st), Local: n.st,
-		Topics: n.topics, Groups: n.groups, Offsets: n.offsets, DelayOffsets: n.delays,
+		Acquire: storetest.Acquire(n.st),
+		Topics:  n.topics, Groups: n.groups, Offsets: n.offsets, DelayOffsets: n.delays,
 		TriggerRegister: func() { n.registers.Add(1) },
 		RouteBrokerAddrs: func(context.Context, string) (map[int64]string, error) {
 			return n.routes, nil

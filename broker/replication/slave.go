@@ -12,8 +12,13 @@ import (
 	"rocketraft/remoting"
 )
 
-// startClient starts following the master and copying its metadata.
-func (s *Service) startClient() {
+// startClient starts following the master and copying its metadata. A classic slave's store is
+// its own for its life, so it is acquired once and never released.
+func (s *Service) startClient() error {
+	local, _, err := s.cfg.Acquire()
+	if err != nil {
+		return fmt.Errorf("HA client: %w", err)
+	}
 	c := s.cfg.Broker
 	s.metaClient = remoting.NewClient(remoting.ClientConfig{Logger: s.cfg.Logger.Named("slave-sync"), TLS: s.cfg.ClientTLS})
 	client := ha.NewClient(ha.ClientConfig{
@@ -24,7 +29,7 @@ func (s *Service) startClient() {
 			addr, _ := s.masterAddrs()
 			return addr
 		},
-		Target:               s.cfg.Local,
+		Target:               local,
 		FileSize:             c.MappedFileSizeCommitLog,
 		Logger:               s.cfg.Logger,
 		HeartbeatInterval:    time.Duration(c.HASendHeartbeatInterval) * time.Millisecond,
@@ -41,6 +46,7 @@ func (s *Service) startClient() {
 	if c.HAMasterAddress != "" {
 		s.cfg.Logger.Info("slave follows the configured master HA address", "haMasterAddress", c.HAMasterAddress)
 	}
+	return nil
 }
 
 // OnRegisterAnswer takes a name server's REGISTER_BROKER answer: on a classic slave, the
