@@ -298,3 +298,86 @@ func TestSlaveLearnsMasterAndCopiesMetadata(t *testing.T) {
 		t.Fatal("a master learned a master")
 	}
 }
+
+// TestSyncFromMasterErrors: an unreachable master is an error naming it; undecodable tables are
+// errors that leave the slave's tables alone; a master that does not serve a code (an older
+// broker without GET_ALL_DELAY_OFFSET) is skipped for it without an error.
+func TestSyncFromMasterErrors(t *testing.T) {
+	sl := newNode(t, Slave, func(c *config.Broker) { c.BrokerRole = config.RoleSlave; c.BrokerID = 1 })
+	sl.routes = map[int64]string{}
+	if err := sl.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	learn := func(addr string) {
+		resp := remoting.NewRequest(remoting.RegisterBroker, nil, nil).NewResponse(remoting.Success, "")
+		resp.ExtFields = (&protocol.RegisterBrokerResponseHeader{MasterAddr: addr}).ToExt()
+		sl.s.OnRegisterAnswer(resp)
+	}
+	learn("127.0.0.1:1") // nothing listens there
+	if err := sl.s.SyncFromMaster(); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("unreachable master: %v", err)
+	}
+
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
+	garbage := func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		resp := req.NewResponse(remoting.Success, "")
+		resp.Body = []byte("{not json")
+		return resp
+	}
+	srv.Handle(remoting.GetAllTopicConfig, garbage)
+	srv.Handle(remoting.GetAllConsumerOffset, garbage)
+	srv.Handle(remoting.GetAllSubscriptionGroupConfig, garbage)
+	srv.Handle(remoting.GetAllDelayOffset, func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+		return req.NewResponse(remoting.RequestCodeNotSupported, "no such code")
+	})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	learn(srv.Addr())
+	err := sl.s.SyncFromMaster()
+	if err == nil {
+		t.Fatal("undecodable tables: no error")
+	}
+	for _, want := range []string{"topic configs", "consumer offsets", "subscription groups"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "delay") {
+		t.Errorf("an unserved GET_ALL_DELAY_OFFSET is an error: %v", err)
+	}
+	if len(sl.topics.Wrapper().TopicConfigTable) != 0 || len(sl.groups.Wrapper().SubscriptionGroupTable) != 0 {
+		t.Fatal("the slave's tables changed")
+	}
+	// An answer without addresses keeps the learned ones.
+	learn("")
+	if _, addr := sl.s.masterAddrs(); addr != srv.Addr() {
+		t.Fatalf("master address %q after an empty answer", addr)
+	}
+}
+
+// TestSlaveRuntimeInfoBeforeConnecting: a slave that has not reached its master yet reports it
+// unconnected, with the configured HA address and its own end.
+func TestSlaveRuntimeInfoBeforeConnecting(t *testing.T) {
+	sl := newNode(t, Slave, func(c *config.Broker) {
+		c.BrokerRole, c.BrokerID = config.RoleSlave, 1
+		c.HAMasterAddress = "127.0.0.1:1"
+	})
+	storetest.Put(t, sl.st, &message.Message{Topic: "T", Body: []byte("local")})
+	if err := sl.s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]string{}
+	sl.s.AddRuntimeInfo(table)
+	if table["masterHaAddr"] != "127.0.0.1:1" || table["haConnected"] != "false" || table["haServerAddr"] != "" {
+		t.Fatalf("runtime info %v", table)
+	}
+	st := sl.s.Status()
+	if st.Master || st.HAClientRuntimeInfo.IsActivated {
+		t.Fatalf("status %+v", st)
+	}
+	if sl.s.AdvertisedAddr() != "127.0.0.1:0" {
+		t.Fatalf("a slave advertises %q, want brokerIP2 and haListenPort", sl.s.AdvertisedAddr())
+	}
+}
