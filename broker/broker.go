@@ -18,7 +18,12 @@ import (
 
 	"rocketraft/acl"
 	"rocketraft/broker/clients"
+	"rocketraft/broker/diskfail"
+	"rocketraft/broker/longpoll"
 	"rocketraft/broker/meta"
+	"rocketraft/broker/replication"
+	"rocketraft/broker/schedule"
+	"rocketraft/broker/txn"
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
@@ -61,7 +66,7 @@ type Broker struct {
 	groups   *meta.Groups
 	offsets  *meta.Offsets
 	clients  *clients.Manager
-	longPoll *longPoll
+	longPoll *longpoll.Holder
 	server   *remoting.Server
 	nsClient *remoting.Client
 	// serverTLS and clientTLS are the remoting port's TLS and that of the broker's own
@@ -74,8 +79,8 @@ type Broker struct {
 	leaderAddrs leaderAddrCache
 	stats       *stats
 	metrics     *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
-	// txn: transactional messages, END_TRANSACTION and the check-back (txncheck.go).
-	txn *txnService
+	// txn: END_TRANSACTION and the check-back (package broker/txn, wired in transaction.go).
+	txn *txn.Service
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
@@ -90,13 +95,15 @@ type Broker struct {
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
+	sched        *schedule.Scheduler // delivers them (schedule.go wires it)
 	// DLedger mode: lockMu serialises queue-lock decisions with their proposals, and leaderAt
 	// (unix ns) is when this node last became the ready leader (locks.go).
 	lockMu   sync.Mutex
 	leaderAt atomic.Int64
-	// ha is classic master/slave replication (ha.go): the HA server of a master (or of a
-	// DLedger leader serving legacy slaves), the HA client and metadata copy of a slave.
-	ha haState
+	// repl is classic master/slave replication (package broker/replication, wired in ha.go):
+	// the HA server of a master (or of a DLedger leader serving legacy slaves), the HA client
+	// and metadata copy of a slave.
+	repl *replication.Service
 	// acl checks every request when aclEnable is set (acl.go); nil otherwise. rt holds the
 	// keys UPDATE_BROKER_CONFIG may change at runtime (brokerconfig.go).
 	acl *acl.Store
@@ -112,8 +119,8 @@ type Broker struct {
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
 
-	// disk takes the node out of service on a failed write (DLedger mode, diskfail.go).
-	disk *diskFailure
+	// disk takes the node out of service on a failed write (DLedger mode, broker/diskfail).
+	disk *diskfail.Guard
 
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).
@@ -132,7 +139,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stop:        make(chan struct{}),
 		stats:       newStats(),
 	}
-	b.longPoll = newLongPoll(b)
+	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: b.queueMaxOffset})
 	if err := b.openACL(); err != nil {
 		return nil, err
 	}
@@ -141,7 +148,6 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, fmt.Errorf("peerSecret: %w", perr)
 	}
 	b.peerKey = peerKey
-	b.txn = newTxnService(b)
 	// The metadata tables exist before the commitlog opens: in DLedger mode the state machine
 	// resets them when it opens (fsm.New) and Raft's restore and replay fill them during and
 	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
@@ -192,10 +198,13 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
 		return nil, err
 	}
-	b.disk = newDiskFailure(logger)
+	b.disk = diskfail.New(logger)
+	b.repl = b.newReplication() // before the store: its dispatch callback notifies the HA server
 	if err := b.openCommitLog(); err != nil {
 		return nil, err
 	}
+	b.wireScheduler()
+	b.txn = b.newTxnService()
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	if b.raft != nil {
 		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
@@ -204,8 +213,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
 	}
 	b.metrics = newBrokerMetrics(b)
-	leave := b.leaveOnDiskFailure
-	b.disk.leave.Store(&leave)
+	b.disk.SetLeave(b.leaveOnDiskFailure)
 	return b, nil
 }
 
@@ -214,7 +222,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 // step of New that can fail.
 func (b *Broker) openCommitLog() error {
 	if b.cfg.EnableDLegerCommitLog {
-		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.report)
+		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.Report)
 		if err != nil {
 			return err
 		}
@@ -268,8 +276,8 @@ func (b *Broker) storeConfig() storage.Config {
 	c.MaxIndexNum = b.cfg.MaxIndexNum
 	c.Logger = b.logger.Named("store")
 	c.OnDispatch = func(topic string, queueID int32, queueOffset int64, tagsCode int64) {
-		b.longPoll.notify(topic, queueID, queueOffset, tagsCode)
-		b.haNotify()
+		b.longPoll.Notify(topic, queueID, queueOffset, tagsCode)
+		b.repl.Notify()
 	}
 	return c
 }
@@ -308,7 +316,7 @@ func (b *Broker) Start() error {
 		_ = b.server.Close()
 		return fmt.Errorf("listen on httpPort %d: %w", b.cfg.HTTPPort, err)
 	}
-	if err := b.startHA(); err != nil {
+	if err := b.repl.Start(); err != nil {
 		_ = b.server.Close()
 		return err
 	}
@@ -319,11 +327,21 @@ func (b *Broker) Start() error {
 		go b.watchRole()
 	}
 	go b.registerLoop()
-	go b.longPoll.run()
+	go func() {
+		defer b.wg.Done()
+		b.longPoll.Run(b.stop)
+	}()
 	go b.housekeeping()
-	b.startScheduler()
 	b.wg.Add(1)
-	go b.txnCheckLoop() // transactions: checks only while this node is the master (txncheck.go)
+	go func() { // delay delivery: idles unless this node may deliver (package broker/schedule)
+		defer b.wg.Done()
+		b.sched.Run(b.stop)
+	}()
+	b.wg.Add(1)
+	go func() { // transactions: checks only while this node is the master (package broker/txn)
+		defer b.wg.Done()
+		b.txn.Run(b.stop)
+	}()
 	if b.acl != nil {
 		b.wg.Add(1)
 		go func() {
@@ -367,7 +385,7 @@ func (b *Broker) Close() error {
 			b.waitInflight()
 		}
 		close(b.stop)
-		b.stopHA()
+		b.repl.Stop()
 		if b.server != nil {
 			_ = b.server.Close()
 		}

@@ -1,6 +1,6 @@
 // Package broker serves RocketMQ's broker requests — sends, pulls with long
 // polling, consumer offsets, client heartbeats, queue locks, queries,
-// transactions (transaction.go, txncheck.go) and administration — over the
+// transactions (transaction.go; package broker/txn) and administration — over the
 // remoting protocol, and keeps the broker registered with every name server.
 //
 // The broker appends through the CommitLog interface (a local store in classic
@@ -19,12 +19,12 @@
 // commits) -> the fsm's lock -> clients.Manager.lockMu; metaMu and lockMu are
 // never held together.
 //
-// Lock order: longPoll.mu is never held while calling into the store or
+// Lock order: longpoll.Holder.mu is never held while calling into the store or
 // writing to a connection; the store's OnDispatch callback takes only
-// longPoll.mu.
+// longpoll.Holder.mu.
 //
-// Lock order (transactions, txncheck.go): a transaction's claim (held across
-// the append that resolves or re-puts it, and the metaMu of creating
-// TRANS_CHECK_MAX_TIME_TOPIC) -> txnService.mu (never held across an append or
+// Lock order (transactions, package broker/txn): a transaction's claim (held
+// across the append that resolves or re-puts it, and the metaMu of creating
+// TRANS_CHECK_MAX_TIME_TOPIC) -> txn.Service.mu (never held across an append or
 // a network write) -> the store (acquireStore, reads only).
 package broker

@@ -19,16 +19,33 @@ import (
 	"net"
 	"strconv"
 
+	"rocketraft/acl"
+	"rocketraft/config"
 	"rocketraft/peerauth"
 )
 
+// peerPolicy is what decides the HA link's authentication: the ACL store (nil when aclEnable is
+// off), the broker's own account, the group secret and the identity a slave proves with it.
+type peerPolicy struct {
+	acl                  *acl.Store
+	accessKey, secretKey string
+	peerKey              []byte
+	identity             string // brokerName/brokerId
+}
+
+// peerPolicy is this broker's peer-link policy.
+func (b *Broker) peerPolicy() peerPolicy {
+	return peerPolicy{acl: b.acl, accessKey: b.cfg.AccessKey, secretKey: b.cfg.SecretKey, peerKey: b.peerKey,
+		identity: b.cfg.BrokerName + "/" + strconv.FormatInt(b.cfg.BrokerID, 10)}
+}
+
 // haAuthByACL reports whether the HA link proves the broker's ACL account.
-func (b *Broker) haAuthByACL() bool { return b.acl != nil && b.cfg.AccessKey != "" }
+func (p peerPolicy) haAuthByACL() bool { return p.acl != nil && p.accessKey != "" }
 
 // haKeys is what the HA server requires of a slave (nil: nothing).
-func (b *Broker) haKeys() peerauth.KeyFunc {
-	if b.haAuthByACL() {
-		store := b.acl
+func (p peerPolicy) haKeys() peerauth.KeyFunc {
+	if p.haAuthByACL() {
+		store := p.acl
 		return func(id string) ([]byte, bool) {
 			a := store.Current().Accounts[id]
 			if a == nil || !a.Admin {
@@ -37,35 +54,35 @@ func (b *Broker) haKeys() peerauth.KeyFunc {
 			return []byte(a.SecretKey), true
 		}
 	}
-	if b.peerKey != nil {
-		return peerauth.SharedKey(b.peerKey)
+	if p.peerKey != nil {
+		return peerauth.SharedKey(p.peerKey)
 	}
 	return nil
 }
 
 // haCredential is what this broker proves as a slave (nil: nothing).
-func (b *Broker) haCredential() *peerauth.Credential {
-	if b.haAuthByACL() {
-		return &peerauth.Credential{Identity: b.cfg.AccessKey, Key: []byte(b.cfg.SecretKey)}
+func (p peerPolicy) haCredential() *peerauth.Credential {
+	if p.haAuthByACL() {
+		return &peerauth.Credential{Identity: p.accessKey, Key: []byte(p.secretKey)}
 	}
-	if b.peerKey != nil {
-		return &peerauth.Credential{Identity: b.cfg.BrokerName + "/" + strconv.FormatInt(b.cfg.BrokerID, 10), Key: b.peerKey}
+	if p.peerKey != nil {
+		return &peerauth.Credential{Identity: p.identity, Key: p.peerKey}
 	}
 	return nil
 }
 
-// peerSecurityWarnings lists the peer ports that listen beyond loopback without
-// authentication.
-func (b *Broker) peerSecurityWarnings() []string {
+// peerSecurityWarnings lists the peer ports of cfg that listen beyond loopback without
+// authentication under policy p.
+func peerSecurityWarnings(cfg *config.Broker, p peerPolicy) []string {
 	var w []string
-	if b.cfg.EnableDLegerCommitLog && b.peerKey == nil {
-		if self, err := b.cfg.SelfPeer(); err == nil && !peerauth.LoopbackOnly(self.Addr) {
+	if cfg.EnableDLegerCommitLog && p.peerKey == nil {
+		if self, err := cfg.SelfPeer(); err == nil && !peerauth.LoopbackOnly(self.Addr) {
 			w = append(w, fmt.Sprintf("the Raft port %s listens beyond loopback without peer authentication: anyone who reaches it can disrupt elections and stop writes; set peerSecretFile (docs/security.md)", self.Addr))
 		}
 	}
-	servesHA := b.cfg.EnableDLegerCommitLog || b.cfg.IsMaster()
-	if servesHA && b.haKeys() == nil && listenHost(b.cfg.BrokerIP2) == "" {
-		addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(b.cfg.HAListenPort))
+	servesHA := cfg.EnableDLegerCommitLog || cfg.IsMaster()
+	if servesHA && p.haKeys() == nil && listenHost(cfg.BrokerIP2) == "" {
+		addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.HAListenPort))
 		w = append(w, fmt.Sprintf("the HA port %s listens beyond loopback without peer authentication: anyone who reaches it can read the whole commitlog; set peerSecretFile, or aclEnable with the broker's accessKey (docs/security.md)", addr))
 	}
 	return w
@@ -73,7 +90,7 @@ func (b *Broker) peerSecurityWarnings() []string {
 
 // warnPeerSecurity logs each peer-security warning loudly (Start calls it).
 func (b *Broker) warnPeerSecurity() {
-	b.securityWarnings = b.peerSecurityWarnings()
+	b.securityWarnings = peerSecurityWarnings(b.cfg, b.peerPolicy())
 	for _, w := range b.securityWarnings {
 		b.logger.Warn("SECURITY: " + w)
 	}

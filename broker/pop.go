@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"rocketraft/broker/clients"
+	"rocketraft/broker/longpoll"
 	"rocketraft/broker/pop"
 	"rocketraft/fsm"
 	"rocketraft/message"
@@ -161,7 +162,7 @@ func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *r
 	if resp.Code != remoting.PullNotFound || p.pollTime == 0 {
 		return resp
 	}
-	hold := capSuspend(p.pollTime, b.cfg.LongPollingMaxMillis)
+	hold := longpoll.CapSuspend(p.pollTime, b.cfg.LongPollingMaxMillis)
 	if req.Ext(extForwarded) != "" {
 		hold = min(hold, popForwardedPollLimit)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"rocketraft/broker/clients"
+	"rocketraft/broker/longpoll"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -56,7 +57,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
 		// The replica's store is authoritative for what can be read. Likewise on a classic slave,
-		// whose topic configs are copied from the master only every 10 s (ha.go).
+		// whose topic configs are copied from the master only every 10 s (broker/replication).
 		if maxOff, _ := b.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
 			tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
 		}
@@ -132,12 +133,23 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := capSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
+		hold := longpoll.CapSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
 		if !b.cfg.LongPollingEnable {
 			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
 		}
 		if hold > 0 {
-			b.longPoll.suspend(&waiter{conn: conn, req: req, topic: p.Topic, queueID: p.QueueID, offset: p.QueueOffset, sub: sub, deadline: time.Now().Add(hold)})
+			// Woken by a message at or past the offset that sub selects; answered by running the
+			// pull again, without suspending.
+			w := &longpoll.Waiter{Topic: p.Topic, QueueID: p.QueueID, Offset: p.QueueOffset, Deadline: time.Now().Add(hold), Gone: conn.Done(),
+				Answer: func() {
+					if resp := b.pull(conn, req, false); resp != nil {
+						_ = conn.Reply(resp)
+					}
+				}}
+			if sub != nil {
+				w.Match = sub.Match
+			}
+			b.longPoll.Suspend(w)
 			return nil
 		}
 	}

@@ -159,7 +159,7 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 		BrokerName:   b.cfg.BrokerName,
 		BrokerAddr:   b.brokerAddr,
 		ClusterName:  b.cfg.BrokerClusterName,
-		HaServerAddr: b.haAdvertisedAddr(),
+		HaServerAddr: b.repl.AdvertisedAddr(),
 		BrokerID:     b.brokerID(),
 		// A DLedger node forwards writes to the leader whatever its role (forward.go), so the
 		// name servers may publish it as a stand-in master while the group has none.
@@ -196,7 +196,7 @@ func (b *Broker) registerAll() bool {
 			}
 			b.logger.Debug("registered with name server", "namesrv", addr)
 			b.regLog.ok(b.logger, addr)
-			b.onRegisterAnswer(resp) // a slave learns its master here
+			b.repl.OnRegisterAnswer(resp) // a slave learns its master here
 		}(addr)
 	}
 	wg.Wait()

@@ -74,7 +74,7 @@ func (b *Broker) watchRole() {
 				b.offsetBatch.drop()
 			}
 			b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
-			b.haRoleChanged(next) // the ready leader serves legacy HA slaves (ha.go)
+			b.repl.RoleChanged(next == roleLeader) // the ready leader serves legacy HA slaves (broker/replication)
 			b.triggerRegisterNow()
 		}
 	}

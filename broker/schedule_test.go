@@ -2,38 +2,34 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/internal/storetest"
 	"rocketraft/broker/meta"
 	"rocketraft/config"
+	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
-
-func TestPickLevel(t *testing.T) {
-	levels := []time.Duration{time.Second, 5 * time.Second, 10 * time.Second, time.Minute}
-	for _, c := range []struct {
-		left time.Duration
-		want int
-	}{{0, 1}, {500 * time.Millisecond, 1}, {time.Second, 1}, {4 * time.Second, 1}, {5 * time.Second, 2}, {59 * time.Second, 3}, {time.Hour, 4}} {
-		if got := pickLevel(levels, c.left); got != c.want {
-			t.Errorf("pickLevel(%v) = %d, want %d", c.left, got, c.want)
-		}
-	}
-	// Levels need not be sorted.
-	if got := pickLevel([]time.Duration{time.Minute, time.Second, 10 * time.Second}, 30*time.Second); got != 3 {
-		t.Errorf("unsorted levels: %d, want 3", got)
-	}
-}
 
 // scheduleBroker is a classic broker (not listening) over a store in a temporary directory.
 func scheduleBroker(t *testing.T, levels string) *Broker {
+	t.Helper()
+	return classicBroker(t, func(cfg *config.Broker) { cfg.MessageDelayLevel = levels })
+}
+
+// classicBroker is a classic broker built by New (not listening) over a store in a temporary
+// directory, its configuration adjusted by tune.
+func classicBroker(t *testing.T, tune func(*config.Broker)) *Broker {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.StorePathRootDir = t.TempDir()
@@ -41,7 +37,7 @@ func scheduleBroker(t *testing.T, levels string) *Broker {
 	cfg.MappedFileSizeCommitLog = 1 << 20
 	cfg.MapedFileSizeConsumeQueue = 1000 * 20
 	cfg.MaxHashSlotNum, cfg.MaxIndexNum = 100, 400
-	cfg.MessageDelayLevel = levels
+	tune(cfg)
 	b, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -95,94 +91,6 @@ func TestApplyDelay(t *testing.T) {
 	}
 }
 
-// storeDelayed appends a send of topic Real with props as handleSend would, stored at ts.
-func storeDelayed(t *testing.T, b *Broker, ts time.Time, body string, props map[string]string) {
-	t.Helper()
-	h := &protocol.SendMessageRequestHeader{Topic: "Real", QueueID: 1, Properties: message.FormatProperties(props), BornTimestamp: ts.UnixMilli() - 5}
-	if code, remark := b.delayHeader(h, ts); code != remoting.Success {
-		t.Fatal(remark)
-	}
-	rec, err := message.EncodeRecord(&message.Message{Topic: h.Topic, QueueID: h.QueueID, BornTimestamp: h.BornTimestamp,
-		StoreTimestamp: ts.UnixMilli(), StoreHost: b.storeHost, Body: []byte(body), Properties: h.Properties})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.local.Append(context.Background(), [][]byte{rec}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestSchedulerClassic: a level's messages are handed out only once due, re-encoded for their
-// real topic, and the progress is saved; a timer message not yet due goes to another level.
-func TestSchedulerClassic(t *testing.T) {
-	b := scheduleBroker(t, "1s 2s 4s")
-	t0 := time.UnixMilli(1_800_000_000_000)
-	storeDelayed(t, b, t0, "a", map[string]string{"DELAY": "2", "UNIQ_KEY": "UA", "KEYS": "ka", "TAGS": "ta"})
-	storeDelayed(t, b, t0.Add(500*time.Millisecond), "b", map[string]string{"DELAY": "2", "UNIQ_KEY": "UB"})
-	storeDelayed(t, b, t0, "timer", map[string]string{"TIMER_DELAY_MS": "6500", "UNIQ_KEY": "UT"}) // level 3 (4 s)
-
-	if s, err := b.nextStep(2, t0.Add(1999*time.Millisecond)); err != nil || s != nil {
-		t.Fatalf("before due: %+v %v", s, err)
-	}
-	s, err := b.nextStep(2, t0.Add(2200*time.Millisecond))
-	if err != nil || s == nil || s.From != 0 || s.To != 1 || len(s.Records) != 1 {
-		t.Fatalf("first due: %+v %v", s, err)
-	}
-	if err := b.deliverStep(s); err != nil {
-		t.Fatal(err)
-	}
-	if got := b.delayOffsets.Get(2); got != 1 {
-		t.Fatalf("progress %d, want 1", got)
-	}
-	if _, err := os.Stat(filepath.Join(b.cfg.StorePathRootDir, "config", delayOffsetFile)); err != nil {
-		t.Fatalf("progress not saved: %v", err)
-	}
-	r := b.local.GetMessages("Real", 1, 0, 10, 0, nil)
-	if len(r.Records) != 1 {
-		t.Fatalf("real topic holds %d records", len(r.Records))
-	}
-	m, _, err := message.DecodeRecord(r.Records[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := message.ParseProperties(m.Properties)
-	if string(m.Body) != "a" || p["DELAY"] != "" || p["UNIQ_KEY"] != "UA" || p["KEYS"] != "ka" || p["TAGS"] != "ta" || p["WAIT"] != "false" || m.StoreTimestamp != t0.Add(2200*time.Millisecond).UnixMilli() {
-		t.Fatalf("delivered: body %q props %v store %d", m.Body, p, m.StoreTimestamp)
-	}
-	s, _ = b.nextStep(2, t0.Add(3*time.Second))
-	if s == nil || s.From != 1 || s.To != 2 {
-		t.Fatalf("second: %+v", s)
-	}
-	if err := b.deliverStep(s); err != nil {
-		t.Fatal(err)
-	}
-	if s, _ := b.nextStep(2, t0.Add(time.Hour)); s != nil {
-		t.Fatalf("nothing left, got %+v", s)
-	}
-
-	// The timer message (due at +6.5 s) waits in level 3 (4 s), then in level 2 (2 s) for the
-	// 2.5 s left, and only then reaches Real.
-	s, _ = b.nextStep(3, t0.Add(4*time.Second))
-	if s == nil || len(s.Records) != 1 {
-		t.Fatalf("timer step: %+v", s)
-	}
-	tm, _, _ := message.DecodeRecord(s.Records[0])
-	if tm.Topic != meta.ScheduleTopic || tm.QueueID != 1 {
-		t.Fatalf("timer message not due yet went to %s/%d, want level 2", tm.Topic, tm.QueueID)
-	}
-	if err := b.deliverStep(s); err != nil {
-		t.Fatal(err)
-	}
-	s, _ = b.nextStep(2, t0.Add(6600*time.Millisecond))
-	if s == nil || len(s.Records) != 1 {
-		t.Fatalf("timer second hop: %+v", s)
-	}
-	tm, _, _ = message.DecodeRecord(s.Records[0])
-	if tm.Topic != "Real" || message.ParseProperties(tm.Properties)["TIMER_DELIVER_MS"] != strconv.FormatInt(t0.Add(6500*time.Millisecond).UnixMilli(), 10) {
-		t.Fatalf("due timer message went to %s with %q", tm.Topic, tm.Properties)
-	}
-}
-
 func TestParseSendBackHeader(t *testing.T) {
 	h, err := parseSendBackHeader(map[string]string{"offset": "42", "group": "g", "delayLevel": "0", "maxReconsumeTimes": "3", "originMsgId": "X"})
 	if err != nil || h.Offset != 42 || h.Group != "g" || h.DelayLevel != 0 || h.MaxReconsumeTimes == nil || *h.MaxReconsumeTimes != 3 || h.OriginMsgID != "X" {
@@ -201,29 +109,48 @@ func TestParseSendBackHeader(t *testing.T) {
 	}
 }
 
-// TestTimerDueWithinLevel: a timer message with less time left than its level's delay is
-// delivered at its own due time, not the level's: due at +2.5 s with levels 1 s 2 s 4 s, it
-// waits 2 s in level 2, then 0.5 s (not 1 s) in level 1.
-func TestTimerDueWithinLevel(t *testing.T) {
-	b := scheduleBroker(t, "1s 2s 4s")
-	t0 := time.UnixMilli(1_800_000_000_000)
-	storeDelayed(t, b, t0, "timer", map[string]string{"TIMER_DELAY_MS": "2500", "UNIQ_KEY": "UT"}) // level 2
-	s, _ := b.nextStep(2, t0.Add(2*time.Second))
-	if s == nil || len(s.Records) != 1 {
-		t.Fatalf("first hop: %+v", s)
-	}
-	if err := b.deliverStep(s); err != nil {
+// failingLog is a CommitLog that refuses every append with err.
+type failingLog struct{ err error }
+
+func (f failingLog) Append(context.Context, [][]byte) ([]storage.AppendResult, error) {
+	return nil, f.err
+}
+
+// TestClassicDeliver: classic mode's delivery commit appends the records, then moves and saves
+// the level's progress; records the store refuses as illegal are skipped (progress moves), any
+// other append error leaves the progress where it was; a flush timeout counts as stored.
+func TestClassicDeliver(t *testing.T) {
+	st := storetest.Open(t)
+	path := filepath.Join(t.TempDir(), delayOffsetFile)
+	offsets, err := meta.OpenDelayOffsets(path, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := b.nextStep(1, t0.Add(2499*time.Millisecond)); err != nil || s != nil {
-		t.Fatalf("before its due time: %+v %v", s, err)
+	rec, err := message.EncodeRecord(&message.Message{Topic: "Real", QueueID: 1, Body: []byte("x"), StoreHost: storetest.Host, BornHost: storetest.Host})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s, _ = b.nextStep(1, t0.Add(2500*time.Millisecond))
-	if s == nil || len(s.Records) != 1 {
-		t.Fatalf("at its due time: %+v", s)
+	ctx := context.Background()
+	if err := classicDeliver(st, offsets, nil)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 0, To: 3, Records: [][]byte{rec}}); err != nil {
+		t.Fatal(err)
 	}
-	m, _, err := message.DecodeRecord(s.Records[0])
-	if err != nil || m.Topic != "Real" || string(m.Body) != "timer" {
-		t.Fatalf("delivered to %s body %q: %v", m.Topic, m.Body, err)
+	if offsets.Get(2) != 3 || len(storetest.Read(t, st, "Real", 1)) != 1 {
+		t.Fatalf("progress %d, real %d", offsets.Get(2), len(storetest.Read(t, st, "Real", 1)))
+	}
+	if again, err := meta.OpenDelayOffsets(path, nil); err != nil || again.Get(2) != 3 {
+		t.Fatalf("progress not saved: %v", err)
+	}
+	quiet := hclog.NewNullLogger()
+	if err := classicDeliver(failingLog{storage.ErrMessageIllegal}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 3, To: 4, Records: [][]byte{rec}}); err != nil || offsets.Get(2) != 4 {
+		t.Fatalf("illegal records: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{storage.ErrFlushDiskTimeout}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 4, To: 5, Records: [][]byte{rec}}); err != nil || offsets.Get(2) != 5 {
+		t.Fatalf("flush timeout: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{errors.New("disk gone")}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 2, From: 5, To: 6, Records: [][]byte{rec}}); err == nil || offsets.Get(2) != 5 {
+		t.Fatalf("append error: %v, progress %d", err, offsets.Get(2))
+	}
+	if err := classicDeliver(failingLog{errors.New("unused")}, offsets, quiet)(ctx, &fsm.ScheduleDeliver{Level: 1, From: 0, To: 2}); err != nil || offsets.Get(1) != 2 {
+		t.Fatalf("a step of skipped units only: %v, progress %d", err, offsets.Get(1))
 	}
 }

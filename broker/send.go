@@ -172,7 +172,7 @@ func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err
 		resp.Code = remoting.FlushDiskTimeout
 		resp.Remark = "the message is stored, but the disk flush timed out"
 	}
-	if code, remark := b.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go)
+	if code, remark := b.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go, broker/replication)
 		resp.Code, resp.Remark = code, remark
 	}
 	b.stats.recordSend(h.Topic, p, s.records)

@@ -3,7 +3,7 @@ package broker
 // CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The
 // broker reads the original by its commitlog offset and stores a copy for
 // %RETRY%<group>, delayed by a level (header delayLevel, or 3 + reconsumeTimes when 0) through
-// the delay scheduler (schedule.go), with RECONSUMETIMES + 1, RETRY_TOPIC = the original topic
+// the delay scheduler (broker/schedule), with RECONSUMETIMES + 1, RETRY_TOPIC = the original topic
 // and ORIGIN_MESSAGE_ID kept from the first delivery. Once the message has been reconsumed
 // maxReconsumeTimes times (header maxReconsumeTimes, else the group's retryMaxTimes; 4.x rule
 // reconsumeTimes >= limit, as SEND_MESSAGE to a retry topic in applyRetryPolicy), or if

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"rocketraft/broker/schedule"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -98,7 +99,7 @@ func (p *sendPlan) waitStore() bool { return p.known.WaitStore() }
 //     MESSAGE_ILLEGAL; DELAY <= 0 is no delay.
 //   - Timer: without a delay level, TIMER_DELAY_SEC, else TIMER_DELAY_MS, else
 //     TIMER_DELIVER_MS (that precedence, as RocketMQ 5) gives the due time; due in the future
-//     (at most timerMaxDelay ahead) is a timer send, due now or before is stored as normal,
+//     (at most schedule.TimerMaxDelay ahead) is a timer send, due now or before is stored as normal,
 //     keeping the property. A value that is not a non-negative integer is MESSAGE_ILLEGAL.
 //   - __STARTDELIVERTIME (a commercial-edition property) delays nothing; only the metrics
 //     type counts it as Delay, as RocketMQ's do.
@@ -139,21 +140,21 @@ func (p *sendPlan) classify(batch bool, levels []time.Duration, now time.Time) (
 	if k.Has&message.KnownTimerMask == 0 {
 		return remoting.Success, ""
 	}
-	due, timer, err := timerDue(timerProps(k), now)
+	due, timer, err := schedule.TimerDue(timerProps(k), now)
 	if err != nil {
 		return remoting.MessageIllegal, err.Error()
 	}
 	if !timer || !due.After(now) {
 		return remoting.Success, ""
 	}
-	if due.Sub(now) > timerMaxDelay {
-		return remoting.MessageIllegal, fmt.Sprintf("timer message due at %s is more than %s ahead", due.UTC().Format(time.RFC3339), timerMaxDelay)
+	if due.Sub(now) > schedule.TimerMaxDelay {
+		return remoting.MessageIllegal, fmt.Sprintf("timer message due at %s is more than %s ahead", due.UTC().Format(time.RFC3339), schedule.TimerMaxDelay)
 	}
-	p.kind, p.due, p.level = kindTimer, due, pickLevel(levels, due.Sub(now))
+	p.kind, p.due, p.level = kindTimer, due, schedule.PickLevel(levels, due.Sub(now))
 	return remoting.Success, ""
 }
 
-// timerProps is the timer properties of a send as timerDue (schedule.go) reads them.
+// timerProps is the timer properties of a send as schedule.TimerDue reads them.
 func timerProps(k *message.Known[string]) map[string]string {
 	m := make(map[string]string, 1)
 	if k.Has&message.KnownTimerDelaySec != 0 {

@@ -399,7 +399,7 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 		res = f.applyMessages(l)
 	case KindMetadata:
 		res = f.applyMetadata(l)
-	case KindScheduleDeliver: // delay scheduler step (schedule.go)
+	case KindScheduleDeliver: // delay scheduler step (broker/schedule)
 		res = f.applySchedule(l)
 	case KindDigestCheck: // digest.go
 		res = f.applyDigestCheck(l)

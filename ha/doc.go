@@ -46,6 +46,6 @@
 // Server.mu (connection set, ack wake-up channel) and Client.mu (current connection) are leaves:
 // nothing else is locked while one is held, and Source and Target are called without them. A
 // client connection's write mutex serialises its reports (after appends, heartbeats) and is a
-// leaf too. The broker's haState.serverMu (start/stop on DLedger role changes) is taken before
+// leaf too. The broker's replication.Service.serverMu (broker/replication) (start/stop on DLedger role changes) is taken before
 // Server.mu (Close).
 package ha

@@ -20,7 +20,7 @@ func (m *messaging) NotifyClientTermination(context.Context, *rmqpb.NotifyClient
 }
 
 // RecallMessage would cancel a delayed message before its time. The brokers' timer (delay levels
-// in broker/schedule.go) keeps no index a message could be removed from, so there is nothing to
+// in broker/schedule) keeps no index a message could be removed from, so there is nothing to
 // map it onto; SendMessage hands out no recall handle either.
 func (m *messaging) RecallMessage(context.Context, *rmqpb.RecallMessageRequest) (*rmqpb.RecallMessageResponse, error) {
 	return &rmqpb.RecallMessageResponse{Status: fail(rmqpb.Code_NOT_IMPLEMENTED,

@@ -187,7 +187,7 @@ func (f *front4) handlePull(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "proxy: "+err.Error())
 	}
-	// Capped as the broker caps it (broker/longpoll.go), so a client cannot hold the proxy's
+	// Capped as the broker caps it (broker/longpoll), so a client cannot hold the proxy's
 	// call (and its deadline) open for weeks.
 	suspend := maxPullSuspend
 	if ms := req.ExtInt64Or("suspendTimeoutMillis", 0); ms < int64(maxPullSuspend/time.Millisecond) {

@@ -15,7 +15,7 @@ import (
 )
 
 // A broker's transaction check-back asks a connection of the half message's producer group
-// (broker/txncheck.go). The proxy sends with producer group = topic, so it registers itself with
+// (broker/txn/check.go). The proxy sends with producer group = topic, so it registers itself with
 // HEART_BEAT as a producer of every topic its clients publish, at every node of the groups
 // holding those topics (slaves and followers too: a node that becomes master already knows the
 // proxy). A registration is renewed well within the brokers' channel expiry

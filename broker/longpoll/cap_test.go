@@ -1,4 +1,4 @@
-package broker
+package longpoll
 
 import (
 	"math"
@@ -23,8 +23,8 @@ func TestCapSuspend(t *testing.T) {
 		{0, 0}, {-5, 0}, {15000, 15 * time.Second}, {30000, 30 * time.Second}, {60000, time.Minute},
 		{math.MaxInt32, time.Minute}, {math.MaxInt64, time.Minute}, {math.MinInt64, 0},
 	} {
-		if got := capSuspend(c.ms, maxMs); got != c.want {
-			t.Errorf("capSuspend(%d) = %v, want %v", c.ms, got, c.want)
+		if got := CapSuspend(c.ms, maxMs); got != c.want {
+			t.Errorf("CapSuspend(%d) = %v, want %v", c.ms, got, c.want)
 		}
 	}
 }

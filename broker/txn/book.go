@@ -1,4 +1,4 @@
-package broker
+package txn
 
 import (
 	"cmp"
@@ -10,7 +10,7 @@ import (
 	"rocketraft/message"
 )
 
-// Transaction bookkeeping: which half messages are still unresolved.
+// Bookkeeping: which half messages are still unresolved.
 //
 // Everything here is derived from two queues the store already holds (and, in DLedger mode,
 // every replica holds identically): RMQ_SYS_TRANS_HALF_TOPIC queue 0 (half messages) and
@@ -83,9 +83,9 @@ func parseOpBody(body []byte) []int64 {
 	return out
 }
 
-// txnBook is the leader's view of unresolved half messages. Not safe for concurrent use (the
-// broker guards it with txnService.mu).
-type txnBook struct {
+// book is the leader's view of unresolved half messages. Not safe for concurrent use (Service
+// guards it with its mu).
+type book struct {
 	// halfNext and opNext are the next queue offsets to read in the half and op queues.
 	halfNext, opNext int64
 	pending          map[int64]*halfEntry // by half queue offset
@@ -95,13 +95,13 @@ type txnBook struct {
 	early map[int64]struct{}
 }
 
-func newTxnBook(halfNext, opNext int64) *txnBook {
-	return &txnBook{halfNext: halfNext, opNext: opNext, pending: map[int64]*halfEntry{},
+func newBook(halfNext, opNext int64) *book {
+	return &book{halfNext: halfNext, opNext: opNext, pending: map[int64]*halfEntry{},
 		byOrigin: map[int64]int64{}, early: map[int64]struct{}{}}
 }
 
 // addHalf records a half read from the half queue (in queue order; halfNext moves past it).
-func (k *txnBook) addHalf(e halfEntry) {
+func (k *book) addHalf(e halfEntry) {
 	k.halfNext = max(k.halfNext, e.offset+1)
 	if _, ok := k.early[e.offset]; ok {
 		delete(k.early, e.offset)
@@ -115,10 +115,10 @@ func (k *txnBook) addHalf(e halfEntry) {
 
 // skipHalves moves halfNext to next without recording anything (records removed by retention,
 // or an unreadable record).
-func (k *txnBook) skipHalves(next int64) { k.halfNext = max(k.halfNext, next) }
+func (k *book) skipHalves(next int64) { k.halfNext = max(k.halfNext, next) }
 
 // addOp records an op record naming half queue offset h.
-func (k *txnBook) addOp(h int64) {
+func (k *book) addOp(h int64) {
 	if h >= k.halfNext {
 		k.early[h] = struct{}{}
 		return
@@ -127,7 +127,7 @@ func (k *txnBook) addOp(h int64) {
 }
 
 // resolve forgets half h (its op record is written, or it cannot be read any more).
-func (k *txnBook) resolve(h int64) {
+func (k *book) resolve(h int64) {
 	e, ok := k.pending[h]
 	if !ok {
 		return
@@ -139,7 +139,7 @@ func (k *txnBook) resolve(h int64) {
 }
 
 // current returns the unresolved half of the transaction whose first half is origin.
-func (k *txnBook) current(origin int64) (halfEntry, bool) {
+func (k *book) current(origin int64) (halfEntry, bool) {
 	off, ok := k.byOrigin[origin]
 	if !ok {
 		return halfEntry{}, false
@@ -153,7 +153,7 @@ func (k *txnBook) current(origin int64) (halfEntry, bool) {
 
 // due returns the unresolved halves old enough to be checked at now (ms), oldest first: born
 // more than timeout ms ago, or more than their own immunity time when they carry one.
-func (k *txnBook) due(now, timeout int64) []halfEntry {
+func (k *book) due(now, timeout int64) []halfEntry {
 	var out []halfEntry
 	for _, e := range k.pending {
 		wait := timeout
@@ -170,7 +170,7 @@ func (k *txnBook) due(now, timeout int64) []halfEntry {
 
 // low is the lowest unresolved half queue offset, or halfNext when none is: every half below it
 // is resolved, so a new leader may start reading there (the persisted cursor).
-func (k *txnBook) low() int64 {
+func (k *book) low() int64 {
 	low := k.halfNext
 	for off := range k.pending {
 		low = min(low, off)
@@ -179,4 +179,4 @@ func (k *txnBook) low() int64 {
 }
 
 // size is the number of unresolved halves known.
-func (k *txnBook) size() int { return len(k.pending) }
+func (k *book) size() int { return len(k.pending) }

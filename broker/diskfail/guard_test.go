@@ -1,4 +1,4 @@
-package broker
+package diskfail
 
 import (
 	"bytes"
@@ -24,21 +24,21 @@ func TestDiskFailureReportsOnceAndExits(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &buf, mu: &mu}})
-	d := newDiskFailure(logger)
+	d := New(logger)
 	var exits, leaves atomic.Int32
 	var code atomic.Int32
 	d.exit = func(c int) { exits.Add(1); code.Store(int32(c)) }
 	leave := func() { leaves.Add(1) }
-	d.leave.Store(&leave)
+	d.SetLeave(leave)
 	err := fmt.Errorf("storage I/O error: %w", &fs.PathError{Op: "write", Path: "/data/store/commitlog/00000000000000000000", Err: syscall.EIO})
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
-		go func() { defer wg.Done(); d.report("commitlog write applying raft entry 7", err) }()
+		go func() { defer wg.Done(); d.Report("commitlog write applying raft entry 7", err) }()
 	}
 	wg.Wait()
-	if exits.Load() != 1 || code.Load() != DiskFailureExitCode || leaves.Load() != 1 {
-		t.Fatalf("exits %d (code %d), leaves %d; want one exit with %d after one leave", exits.Load(), code.Load(), leaves.Load(), DiskFailureExitCode)
+	if exits.Load() != 1 || code.Load() != ExitCode || leaves.Load() != 1 {
+		t.Fatalf("exits %d (code %d), leaves %d; want one exit with %d after one leave", exits.Load(), code.Load(), leaves.Load(), ExitCode)
 	}
 	mu.Lock()
 	out := buf.String()
@@ -55,20 +55,20 @@ func TestDiskFailureReportsOnceAndExits(t *testing.T) {
 
 // TestDiskFailureLeaveIsBounded: an unregistration that hangs does not keep the node up.
 func TestDiskFailureLeaveIsBounded(t *testing.T) {
-	d := newDiskFailure(hclog.NewNullLogger())
+	d := New(hclog.NewNullLogger())
 	exited := make(chan int, 1)
 	d.exit = func(c int) { exited <- c }
 	block := make(chan struct{})
 	defer close(block)
 	leave := func() { <-block }
-	d.leave.Store(&leave)
+	d.SetLeave(leave)
 	began := time.Now()
-	d.report("raft log write of entries 1-2", syscall.EIO)
-	if c := <-exited; c != DiskFailureExitCode {
+	d.Report("raft log write of entries 1-2", syscall.EIO)
+	if c := <-exited; c != ExitCode {
 		t.Fatalf("exit %d", c)
 	}
-	if el := time.Since(began); el < diskFailureLeaveWait || el > diskFailureLeaveWait+2*time.Second {
-		t.Fatalf("exited after %v, want about %v", el, diskFailureLeaveWait)
+	if el := time.Since(began); el < LeaveWait || el > LeaveWait+2*time.Second {
+		t.Fatalf("exited after %v, want about %v", el, LeaveWait)
 	}
 }
 
@@ -85,12 +85,12 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 // TestIsDiskFailure: a start-up error wrapping the store's I/O error is a disk failure; others
 // (a bad configuration, a divergence) are not.
-func TestIsDiskFailure(t *testing.T) {
+func TestIs(t *testing.T) {
 	io := fmt.Errorf("open state machine: fsm: recover store: %w", fmt.Errorf("%w: fdatasync: %w", storage.ErrIO, syscall.EIO))
-	if !IsDiskFailure(io) {
+	if !Is(io) {
 		t.Fatalf("%v is a disk failure", io)
 	}
-	if IsDiskFailure(fmt.Errorf("dLegerPeers: %w", errors.New("bad peer"))) {
+	if Is(fmt.Errorf("dLegerPeers: %w", errors.New("bad peer"))) {
 		t.Fatal("a configuration error is not a disk failure")
 	}
 }
