@@ -18,9 +18,12 @@ DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 VERSION_PKG := rocketraft/internal/version
 LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
+# -trimpath: the binaries name source files by module path, not by the directory they were built
+# in, and a copy of the tree elsewhere builds from the same cache entries (integration's
+# quick-start test builds one).
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
