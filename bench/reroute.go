@@ -35,8 +35,9 @@ const (
 	// failOther: not retried here (a broker's refusal, a timeout after which the message may
 	// have been stored): counted as an error.
 	failOther sendFailure = iota
-	// failDeadAddress: the address answered with a refused, reset or closed connection; a fresh
-	// route is fetched before the retry.
+	// failDeadAddress: the address answered with a refused, reset or closed connection, or the
+	// broker there answered SERVICE_NOT_AVAILABLE (a node of a group without a leader, which
+	// clients are to retry); a fresh route is fetched before the retry.
 	failDeadAddress
 	// failNoRoute: the client has no route (yet) for the topic or broker; retried after a pause
 	// on the same client, which is fetching one.
@@ -59,7 +60,8 @@ func classifySend(err error) sendFailure {
 	}
 	// The official client flattens some errors into text.
 	msg := strings.ToLower(err.Error())
-	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "use of closed network connection", "no route to host"} {
+	for _, s := range []string{"connection refused", "connection reset", "broken pipe", "use of closed network connection", "no route to host",
+		"service_not_available", "service not available"} {
 		if strings.Contains(msg, s) {
 			return failDeadAddress
 		}

@@ -26,6 +26,8 @@ func TestClassifySend(t *testing.T) {
 		{fmt.Errorf("write: %w", syscall.EPIPE), failDeadAddress},
 		{remoting.ErrConnClosed, failDeadAddress},
 		{errors.New("dial tcp 127.0.0.1:10911: connect: connection refused"), failDeadAddress},
+		{errors.New("send failed: SERVICE_NOT_AVAILABLE (code 14) from broker-a: service not available now"), failDeadAddress},
+		{errors.New("CODE: 14  DESC: service not available now: broker broker-a node n1 is a follower"), failDeadAddress},
 		{errors.New("the topic=TopicTest route info not found"), failNoRoute},
 		{fmt.Errorf("route: %w", errNoRoute), failNoRoute},
 		{context.DeadlineExceeded, failOther},
