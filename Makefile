@@ -18,9 +18,12 @@ DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 VERSION_PKG := rocketraft/internal/version
 LDFLAGS  := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(DATE)
 
+# -trimpath: the binaries name source files by module path, not by the directory they were built
+# in, and a copy of the tree elsewhere builds from the same cache entries (integration's
+# quick-start test builds one).
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(addprefix ./cmd/,$(BINARIES))
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -40,10 +43,15 @@ integration: build
 # tests with the official Go client.
 test: build fmt-check vet unit integration
 
-# run starts a name server and a three-node DLedger group (broker-a: n0/n1/n2 from
-# config/dledger/) on loopback with data under ./data, and prints which node leads.
+# run starts a name server, a three-node DLedger group (broker-a: n0/n1/n2 from config/dledger/)
+# and a proxy on loopback with data under ./data, prints where everything is and supervises them
+# (scripts/run.sh; `scripts/run.sh restart n0` restarts a killed node under it). The script runs
+# as a job of a shell with job control (bash -m), in a process group of its own that gets the
+# terminal: Ctrl-C reaches only the script, which stops everything and exits 0, so make reports
+# no error (make itself, sent SIGINT, would end by the signal whatever its child did). Without a
+# terminal there is no Ctrl-C, and the script runs directly.
 run: build
-	./scripts/run.sh
+	@if [ -t 0 ]; then bash -mc './scripts/run.sh; exit $$?'; else ./scripts/run.sh; fi
 
 # bench starts its own name server and broker in a temporary directory and
 # prints producer and consumer figures for ASYNC_FLUSH and SYNC_FLUSH.

@@ -134,6 +134,7 @@ func RunSends(ctx context.Context, cfg ProduceConfig, client, banner string, s S
 	sum := &Summary{Kind: "produce", Mode: cfg.Mode, Client: client, Topic: cfg.Topic, Size: cfg.Size, Batch: 1,
 		Concurrency: cfg.Concurrency, Latency: "send"}
 	rep.win.summary(sum)
+	sum.setRecovery(0, rec.LongestGap(time.Now())) // the proxy fails over; nothing is re-routed here
 	sum.TopErrors = elog.Top(5)
 	printSummary(sum, cfg.JSON, summaryOut, stderr)
 	return sum, nil

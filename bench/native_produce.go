@@ -171,6 +171,12 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 	if err != nil {
 		return nil, fmt.Errorf("route: %w", err)
 	}
+	routes := newNativeRoutes(qs, func() ([]nativeQueue, error) {
+		rctx, cancel := context.WithTimeout(ctx, nativeRPCTimeout)
+		defer cancel()
+		fresh, _, err := resolvePublishQueues(rctx, cls[0], ns, cfg.Topic, 0, io.Discard)
+		return fresh, err
+	}, stderr)
 
 	body := make([]byte, cfg.Size)
 	_, _ = crand.Read(body) // incompressible payload
@@ -202,6 +208,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 
 	var (
 		stopped atomic.Bool
+		retried atomic.Uint64
 		wg      sync.WaitGroup
 		budget  = sendBudget{limit: cfg.Messages}
 	)
@@ -235,11 +242,18 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 					wg.Done()
 					return
 				}
+				qs, gen := routes.get()
+				if sl.qi >= len(qs) {
+					sl.qi = 0
+				}
 				q := qs[sl.qi]
 				if sl.qi++; sl.qi == len(qs) {
 					sl.qi = 0
 				}
 				retry := func(err error) {
+					if classifySend(err) == failDeadAddress {
+						go routes.renew(gen) // the failed send is counted; later ones go to the fresh route
+					}
 					fail(err)
 					time.AfterFunc(errorBackoff, sl.launch)
 				}
@@ -277,42 +291,35 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 	for g := 0; g < cfg.Concurrency && cfg.Mode != ModeAsync; g++ {
 		cl := cls[g%len(cls)]
 		s := newSender(g)
+		rt := &retrier{max: cfg.RouteRetries, stopped: &stopped, retried: &retried, renew: routes.renew}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			qi := g % len(qs)
+			qi := g
 			for !stopped.Load() {
 				n := budget.take(cfg.Batch)
 				if n == 0 {
 					return
 				}
-				q := qs[qi]
-				if qi++; qi == len(qs) {
-					qi = 0
-				}
-				req, err := s.request(q, n)
-				if err != nil {
-					fail(err)
-					time.Sleep(errorBackoff)
-					continue
-				}
 				t0 := time.Now()
-				if oneway {
-					err = cl.InvokeOneway(context.Background(), q.addr, req)
+				err := rt.do(func() (uint64, error) {
+					qs, gen := routes.get()
+					q := qs[qi%len(qs)]
+					qi++
+					req, err := s.request(q, n)
 					if err != nil {
-						fail(err)
-						time.Sleep(errorBackoff)
-						continue
+						return gen, err
 					}
+					if oneway {
+						return gen, cl.InvokeOneway(context.Background(), q.addr, req)
+					}
+					rctx, cancel := context.WithTimeout(context.Background(), cfg.SendTimeout)
+					resp, err := cl.Invoke(rctx, q.addr, req)
+					cancel()
+					return gen, sendOutcome(resp, err, q)
+				})
+				if err == nil {
 					rec.RecordOp(time.Since(t0), n, n*cfg.Size)
-					continue
-				}
-				rctx, cancel := context.WithTimeout(context.Background(), cfg.SendTimeout)
-				resp, err := cl.Invoke(rctx, q.addr, req)
-				cancel()
-				lat := time.Since(t0)
-				if err = sendOutcome(resp, err, q); err == nil {
-					rec.RecordOp(lat, n, n*cfg.Size)
 					continue
 				}
 				fail(err)
@@ -347,6 +354,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 		Latency: "send",
 	}
 	rep.win.summary(sum)
+	sum.setRecovery(retried.Load(), rec.LongestGap(time.Now()))
 	sum.TopErrors = elog.Top(5)
 	printSummary(sum, cfg.JSON, summaryOut, stderr)
 	return sum, nil

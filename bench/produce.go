@@ -61,6 +61,12 @@ type ProduceConfig struct {
 	// SlowLog, when > 0, logs every send that took at least this long, with
 	// its start time, on stderr (see Recorder.LogSlow).
 	SlowLog time.Duration
+	// RouteRetries bounds how often a sync or oneway send that failed on a
+	// dead broker address (connection refused, reset or closed) or a missing
+	// route is retried, each dead address with a fresh route from the name
+	// server (reroute.go); 0 disables it. Async sends that fail so are
+	// counted as errors, but renew the route too.
+	RouteRetries int
 }
 
 // lockedWriter serializes writes to w, for writers several goroutines share.
@@ -184,21 +190,25 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		return grpcClient.Produce(ctx, cfg, stdout, stderr)
 	}
 
-	producers := make([]rocketmq.Producer, 0, cfg.Producers)
+	slots := make([]*producerSlot, 0, cfg.Producers)
 	defer func() {
-		if cfg.Mode == ModeOneway && len(producers) > 0 {
+		if cfg.Mode == ModeOneway && len(slots) > 0 {
 			// Oneway requests get no answer: give the broker time to read
 			// what is still in flight, as closing a socket with unread
 			// input resets it and the peer may drop the data.
 			time.Sleep(onewayLinger)
 		}
-		shutdownAll(producers, stderr)
+		var all []rocketmq.Producer
+		for _, sl := range slots {
+			all = append(all, sl.producers()...)
+		}
+		shutdownAll(all, stderr)
 	}()
 	compress := cfg.CompressOver
 	if compress <= 0 {
 		compress = math.MaxInt32
 	}
-	for i := 0; i < cfg.Producers; i++ {
+	startProducer := func(i int) (rocketmq.Producer, error) {
 		opts := []producer.Option{
 			producer.WithNsResolver(nsResolver(ns)),
 			producer.WithGroupName(cfg.Group),
@@ -216,7 +226,14 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		if err := p.Start(); err != nil {
 			return nil, fmt.Errorf("start producer: %w", err)
 		}
-		producers = append(producers, p)
+		return p, nil
+	}
+	for i := 0; i < cfg.Producers; i++ {
+		p, err := startProducer(i)
+		if err != nil {
+			return nil, err
+		}
+		slots = append(slots, newProducerSlot(p, func() (rocketmq.Producer, error) { return startProducer(i) }, cfg.SendTimeout+time.Second, stderr))
 	}
 
 	body := make([]byte, cfg.Size)
@@ -252,10 +269,11 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	elog := newErrorLog(stderr, cfg.MaxPrintedErrors)
 	rep := newReporter(rec, lines, "lat", cfg.Interval, cfg.Warmup, false)
 	fmt.Fprintf(stderr, "mqbench produce: topic=%s mode=%s size=%d batch=%d concurrency=%d producers=%d namesrv=%v\n",
-		cfg.Topic, cfg.Mode, cfg.Size, cfg.Batch, cfg.Concurrency, len(producers), ns)
+		cfg.Topic, cfg.Mode, cfg.Size, cfg.Batch, cfg.Concurrency, len(slots), ns)
 
 	var (
 		stopped atomic.Bool
+		retried atomic.Uint64
 		wg      sync.WaitGroup
 		budget  = sendBudget{limit: cfg.Messages}
 		sem     chan struct{}
@@ -269,7 +287,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	// records the broker addresses, so concurrent first sends can fail at
 	// once with "route info not found". The priming sends are counted
 	// (in the first interval) and taken from the --messages budget.
-	for _, p := range producers {
+	for _, sl := range slots {
 		if budget.take(1) == 0 {
 			break
 		}
@@ -277,6 +295,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
+			p, _ := sl.get()
 			res, err := p.SendSync(context.Background(), mk(1)...)
 			if err == nil && res.Status != primitive.SendOK {
 				err = fmt.Errorf("send status %s", sendStatusName(res.Status))
@@ -298,7 +317,8 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 	case ModeSync, ModeOneway:
 		oneway := cfg.Mode == ModeOneway
 		for g := 0; g < cfg.Concurrency; g++ {
-			p := producers[g%len(producers)]
+			sl := slots[g%len(slots)]
+			rt := &retrier{max: cfg.RouteRetries, stopped: &stopped, retried: &retried, renew: sl.renew}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -307,18 +327,19 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 					if n == 0 {
 						return
 					}
-					msgs := mk(n)
 					t0 := time.Now()
-					var err error
-					if oneway {
-						err = p.SendOneWay(context.Background(), msgs...)
-					} else {
-						var res *primitive.SendResult
-						res, err = p.SendSync(context.Background(), msgs...)
+					err := rt.do(func() (uint64, error) {
+						p, gen := sl.get()
+						msgs := mk(n) // a fresh Message per attempt (see mk)
+						if oneway {
+							return gen, p.SendOneWay(context.Background(), msgs...)
+						}
+						res, err := p.SendSync(context.Background(), msgs...)
 						if err == nil && res.Status != primitive.SendOK {
 							err = fmt.Errorf("send status %s", sendStatusName(res.Status))
 						}
-					}
+						return gen, err
+					})
 					lat := time.Since(t0)
 					if err != nil {
 						fail(err)
@@ -331,7 +352,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		}
 	case ModeAsync:
 		sem = make(chan struct{}, cfg.Concurrency)
-		for _, p := range producers {
+		for _, sl := range slots {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -347,6 +368,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 						return
 					}
 					msgs := mk(n)
+					p, gen := sl.get()
 					t0 := time.Now()
 					// The callback runs exactly once, on a client goroutine,
 					// if and only if SendAsync returns nil; on timeout it
@@ -361,6 +383,9 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 							err = fmt.Errorf("send status %s", sendStatusName(st))
 						}
 						if err != nil {
+							if classifySend(err) == failDeadAddress {
+								go sl.renew(gen)
+							}
 							fail(err)
 						} else {
 							rec.RecordOp(lat, n, n*cfg.Size)
@@ -368,6 +393,9 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 						<-sem
 					}, msgs...)
 					if err != nil {
+						if classifySend(err) == failDeadAddress {
+							sl.renew(gen)
+						}
 						fail(err)
 						<-sem
 						time.Sleep(errorBackoff)
@@ -412,6 +440,7 @@ func RunProduce(ctx context.Context, cfg ProduceConfig, stdout, stderr io.Writer
 		Latency: "send",
 	}
 	rep.win.summary(sum)
+	sum.setRecovery(retried.Load(), rec.LongestGap(time.Now()))
 	sum.TopErrors = elog.Top(5)
 	printSummary(sum, cfg.JSON, summaryOut, stderr)
 	return sum, nil

@@ -52,6 +52,9 @@ type Recorder struct {
 	// slow, when > 0, logs every operation that took at least slow to slowOut.
 	slow    time.Duration
 	slowOut io.Writer
+
+	// gaps measures the longest time without a successful operation (gap.go).
+	gaps gapMeter
 }
 
 type recShard struct {
@@ -88,6 +91,7 @@ func (r *Recorder) RecordOp(lat time.Duration, msgs, bytes int) {
 		start := time.Now().Add(-lat)
 		fmt.Fprintf(r.slowOut, "slow: %.3f ms, started %s\n", float64(lat.Microseconds())/1000, start.UTC().Format("15:04:05.000000"))
 	}
+	r.gaps.success(time.Now())
 	s := r.shard()
 	s.mu.Lock()
 	s.st.Ops++
@@ -99,6 +103,7 @@ func (r *Recorder) RecordOp(lat time.Duration, msgs, bytes int) {
 
 // RecordError records one failed operation.
 func (r *Recorder) RecordError() {
+	r.gaps.failure(time.Now())
 	s := r.shard()
 	s.mu.Lock()
 	s.st.Errors++

@@ -125,6 +125,19 @@ type Summary struct {
 	NoSteadyState bool `json:"no_steady_state,omitempty"`
 	// TopErrors lists the most frequent error messages with counts.
 	TopErrors []string `json:"top_errors,omitempty"`
+
+	// Retried counts the sends (producer only) that failed on a dead broker
+	// address or a missing route and were sent again (ProduceConfig.RouteRetries).
+	Retried uint64 `json:"retried"`
+	// LongestGapMs is the longest time in the whole run without a successful
+	// send (producer only): the pause a failover caused.
+	LongestGapMs float64 `json:"longest_gap_ms"`
+}
+
+// setRecovery fills in how the run got over failed sends.
+func (s *Summary) setRecovery(retried uint64, longestGap time.Duration) {
+	s.Retried = retried
+	s.LongestGapMs = float64(longestGap.Microseconds()) / 1000
 }
 
 // fillLatency sets the latency fields from h (microseconds).
@@ -144,14 +157,22 @@ func FormatSummary(s *Summary) string {
 	if s.Kind == "produce" {
 		fmt.Fprintf(&b, " size=%d batch=%d concurrency=%d", s.Size, s.Batch, s.Concurrency)
 	}
-	fmt.Fprintf(&b, " | steady %.1fs: %d msgs, %.0f msg/s, %.2f MiB/s, %d errors",
-		s.SteadySec, s.Msgs, s.MsgsPerSec, s.MiBPerSec, s.Errors)
+	// The measured window is the steady state after the warm-up, or the whole run when it
+	// ended within the warm-up.
+	window := "after warm-up"
+	if s.NoSteadyState {
+		window = "whole run (it ended within the warm-up)"
+	}
+	fmt.Fprintf(&b, " | %s, %.1fs: %d msgs, %.0f msg/s, %.2f MiB/s, %d errors",
+		window, s.SteadySec, s.Msgs, s.MsgsPerSec, s.MiBPerSec, s.Errors)
 	fmt.Fprintf(&b, " | %s latency ms p50=%.2f p99=%.2f p999=%.2f max=%.2f",
 		s.Latency, s.P50Ms, s.P99Ms, s.P999Ms, s.MaxMs)
-	fmt.Fprintf(&b, " | total %d msgs, %d errors in %.1fs (warm-up %.1fs)",
-		s.TotalMsgs, s.TotalErrors, s.ElapsedSec, s.WarmupSec)
-	if s.NoSteadyState {
-		b.WriteString(" | run ended within warm-up: figures cover the whole run")
+	fmt.Fprintf(&b, " | total %d msgs, %d errors in %.1fs", s.TotalMsgs, s.TotalErrors, s.ElapsedSec)
+	if !s.NoSteadyState {
+		fmt.Fprintf(&b, " (warm-up %.1fs)", s.WarmupSec)
+	}
+	if s.Kind == "produce" {
+		fmt.Fprintf(&b, " | retried %d sends, longest gap between successful sends %.0f ms", s.Retried, s.LongestGapMs)
 	}
 	return b.String()
 }

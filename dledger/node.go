@@ -25,6 +25,9 @@ type Node struct {
 	logs    io.Closer
 	cache   *logCache // nil when disabled (LogCacheSize < 0)
 	stab    *raftboltdb.BoltStore
+	// fsmApplied is the state machine's own applied index when it keeps one across restarts
+	// (status.go reports it: Raft's own indexes start at the last snapshot after a restart).
+	fsmApplied appliedIndexer
 
 	notify      chan bool     // raft.Config.NotifyCh
 	changes     chan bool     // LeaderChanges, latest value wins
@@ -97,6 +100,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	}
 	closers = append(closers, n.logs)
 	n.cache, _ = logs.(*logCache)
+	n.fsmApplied, _ = fsm.(appliedIndexer)
 	var stable raft.StableStore = n.stab
 	if cfg.OnDiskFailure != nil {
 		logs = reportingLogStore{LogStore: logs, report: cfg.OnDiskFailure}

@@ -45,10 +45,13 @@ func (n *Node) Status() Status {
 		LeaderReady:  n.leaderReady.Load(),
 		Term:         r.CurrentTerm(),
 		LastLogIndex: r.LastIndex(),
-		CommitIndex:  r.CommitIndex(),
-		AppliedIndex: r.AppliedIndex(),
 		LastContact:  r.LastContact(),
 	}
+	var fsmApplied uint64
+	if n.fsmApplied != nil {
+		fsmApplied = n.fsmApplied.AppliedIndex()
+	}
+	s.CommitIndex, s.AppliedIndex = reportedIndexes(r.CommitIndex(), r.AppliedIndex(), fsmApplied)
 	s.LeaderID, s.LeaderAddr = n.Leader()
 	if s.State == "Leader" {
 		s.LastContact = time.Now()
@@ -64,4 +67,20 @@ func (n *Node) Status() Status {
 		}
 	}
 	return s
+}
+
+// appliedIndexer is a state machine that knows the index of the last entry whose effects it holds,
+// restored from its own storage when the node starts (fsm.FSM does).
+type appliedIndexer interface {
+	AppliedIndex() uint64
+}
+
+// reportedIndexes returns the commit and applied indexes a status shows. After a restart Raft's
+// own indexes start from the last snapshot (commit 0 with none) until the leader's first
+// heartbeat and the replay of the log catch up, while a state machine that persists its
+// progress already holds every entry up to fsmApplied: the status reports that, and a commit
+// index not below it (an entry is applied only once committed).
+func reportedIndexes(raftCommit, raftApplied, fsmApplied uint64) (commit, applied uint64) {
+	applied = max(raftApplied, fsmApplied)
+	return max(raftCommit, applied), applied
 }

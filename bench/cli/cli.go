@@ -41,7 +41,10 @@ Usage:
   mqbench --version
 
 Each second one line is printed (msg/s, MiB/s, p50/p99/p999/max latency in
-ms, errors), then a summary of the steady state (after --warmup).
+ms, errors; lines within the warm-up marked "warm-up"), then a summary of what
+followed the warm-up (--warmup; the whole run if it ended within it). A producer's
+summary also says how many sends were retried after a dead broker address or a
+missing route (--route-retries) and the longest gap between successful sends.
 `
 
 // cpuProfile is the --cpuprofile flag, shared by all commands.
@@ -105,7 +108,7 @@ func commonFlags(fs *pflag.FlagSet, c *bench.Common) {
 	fs.StringVarP(&c.NameServers, "namesrv", "n", "127.0.0.1:9876", "name server address(es), ';'-separated")
 	fs.StringVarP(&c.Topic, "topic", "t", "BenchmarkTest", "topic")
 	fs.DurationVarP(&c.Duration, "duration", "d", 30*time.Second, "run time (0: until another stop condition or Ctrl-C)")
-	fs.DurationVar(&c.Warmup, "warmup", 3*time.Second, "initial period excluded from the summary")
+	fs.DurationVar(&c.Warmup, "warmup", 3*time.Second, "warm-up: the initial period left out of the summary")
 	fs.DurationVar(&c.Interval, "interval", time.Second, "reporting interval")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as one JSON line on stdout (everything else on stderr)")
 	fs.BoolVarP(&c.Quiet, "quiet", "q", false, "do not print per-interval lines")
@@ -149,6 +152,7 @@ func produce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.Retries, "retries", -1, "client retries for sync/oneway sends (-1: client default, 3)")
 	fs.IntVar(&cfg.CompressOver, "compress-over", 4096, "body size from which the client compresses (0: never)")
 	fs.DurationVar(&cfg.SlowLog, "slow-log", 0, "log every send that takes at least this long, with its start time, on stderr (0: off)")
+	fs.IntVar(&cfg.RouteRetries, "route-retries", bench.DefaultRouteRetries, "official and native clients: retries of a sync/oneway send that failed on a dead broker address (with a fresh route from the name server) or a missing route (0: off)")
 	fs.BoolVar(&cfg.CreateTopic, "create-topic", false, "create the topic with the admin API first (needs -b)")
 	fs.StringVarP(&cfg.TopicOptions.Brokers, "broker", "b", "", "broker address(es) for --create-topic, ';'-separated")
 	fs.IntVar(&cfg.TopicOptions.Queues, "queues", 8, "read/write queue count for --create-topic")
