@@ -274,6 +274,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 			sl.launch()
 		}
 	}
+	pace := newPacer(cfg.Rate)
 	for g := 0; g < cfg.Concurrency && cfg.Mode != ModeAsync; g++ {
 		cl := cls[g%len(cls)]
 		s := newSender(g)
@@ -281,7 +282,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 		go func() {
 			defer wg.Done()
 			qi := g % len(qs)
-			for !stopped.Load() {
+			for pace.wait(cfg.Batch, &stopped) {
 				n := budget.take(cfg.Batch)
 				if n == 0 {
 					return

@@ -61,6 +61,9 @@ type ProduceConfig struct {
 	// SlowLog, when > 0, logs every send that took at least this long, with
 	// its start time, on stderr (see Recorder.LogSlow).
 	SlowLog time.Duration
+	// Rate, when > 0, paces the run at that many messages a second (native client, sync or
+	// oneway mode: pace.go).
+	Rate float64
 }
 
 // lockedWriter serializes writes to w, for writers several goroutines share.
@@ -144,6 +147,9 @@ func (c *ProduceConfig) validate() error {
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 3 * time.Second
+	}
+	if err := c.validateRate(); err != nil {
+		return err
 	}
 	return c.validateClient()
 }
