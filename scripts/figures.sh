@@ -48,6 +48,8 @@ trap 'stop_all; [ -n "${KEEP:-}" ] && echo "kept $WORK" || rm -rf "$WORK"' EXIT 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 # jf FIELD: the first numeric value of "FIELD" in the JSON on stdin.
 jf() { grep -oE "\"$1\": *[0-9.]+" | head -1 | grep -oE '[0-9.]+$' || echo 0; }
+# jr FIELD: the same rounded to an integer (rates).
+jr() { printf "%.0f" "$(jf "$1")"; }
 addr() { echo "127.0.0.1:$((BP + 100 + 3 * $1))"; }
 status() { curl -s --max-time 2 "http://127.0.0.1:$((BP + 200 + $1))/status" || true; }
 cloff() { status "$1" | grep -oE '"commitLogMaxOffset": *[0-9]+' | head -1 | grep -oE '[0-9]+$' || echo 0; }
@@ -110,11 +112,11 @@ done
 wait "$mp" || { echo "peak run failed"; tail -5 "$WORK/peak.err"; exit 1; }
 for i in 0 1 2; do w1[$i]=$(awk '/^write_bytes/{print $2}' "/proc/${bpid[$i]}/io"); done
 c1=$(cloff "$L")
-PEAK=$(jf msgs_per_sec <"$WORK/peak.json" | cut -d. -f1)
-total=$(jf total_msgs <"$WORK/peak.json")
+PEAK=$(jr msgs_per_sec <"$WORK/peak.json" | cut -d. -f1)
+total=$(jr total_msgs <"$WORK/peak.json")
 [ "${total%.*}" -gt 0 ] || { echo "the peak run acknowledged nothing:"; tail -3 "$WORK/peak.err"; exit 1; }
-REC=$(awk -v a="$c0" -v b="$c1" -v n="$total" 'BEGIN {r = (b - a) / n; printf "%.0f", r > 0 ? r : 1100}')
-fig "peak: $PEAK msg/s async $PEAK_CONC in flight (p50 $(jf p50_ms <"$WORK/peak.json") ms, p99 $(jf p99_ms <"$WORK/peak.json") ms, $(jf total_errors <"$WORK/peak.json") errors, $total msgs in all); commitlog record $REC B per 1024 B body"
+REC=$(awk -v a="$c0" -v b="$c1" -v n="$total" 'BEGIN {r = (b - a) / n; printf "%.0f", (r > 0 ? r : 1100)}')
+fig "peak: $PEAK msg/s async $PEAK_CONC in flight (p50 $(jf p50_ms <"$WORK/peak.json") ms, p99 $(jf p99_ms <"$WORK/peak.json") ms, $(jr total_errors <"$WORK/peak.json") errors, $total msgs in all); commitlog record $REC B per 1024 B body"
 line="memory at peak, max VmRSS (VmHWM):"
 for i in 0 1 2; do
 	role=F
@@ -139,7 +141,7 @@ sleep 2
 "$BIN"/mqbench produce --client native -n "$NS" -t "$TOPIC" --mode sync -c 512 --producers 4 -s 1024 --rate "$half" \
 	-d "$DUR" --warmup "$WARMUP" -q --json >"$WORK/half.json" 2>"$WORK/half.err" || true
 wait "$cp" || true
-fig "end-to-end at half of the peak (--rate $half): sent $(jf msgs_per_sec <"$WORK/half.json") msg/s (send p50 $(jf p50_ms <"$WORK/half.json") ms, p99 $(jf p99_ms <"$WORK/half.json") ms); consumed $(jf msgs_per_sec <"$WORK/e2e.json") msg/s, end-to-end p50 $(jf p50_ms <"$WORK/e2e.json") ms, p99 $(jf p99_ms <"$WORK/e2e.json") ms, p999 $(jf p999_ms <"$WORK/e2e.json") ms"
+fig "end-to-end at half of the peak (--rate $half): sent $(jr msgs_per_sec <"$WORK/half.json") msg/s (send p50 $(jf p50_ms <"$WORK/half.json") ms, p99 $(jf p99_ms <"$WORK/half.json") ms); consumed $(jr msgs_per_sec <"$WORK/e2e.json") msg/s, end-to-end p50 $(jf p50_ms <"$WORK/e2e.json") ms, p99 $(jf p99_ms <"$WORK/e2e.json") ms, p999 $(jf p999_ms <"$WORK/e2e.json") ms"
 
 # ---- 3. consume throughput: leader and a follower, alternated
 L=$(leader)
@@ -151,7 +153,7 @@ for r in $(seq "$CONSUME_ROUNDS"); do
 		[ "$who" = "$L" ] && role=leader
 		"$BIN"/mqbench consume --client native -n "$NS" -t "$TOPIC" -g "fig_read_${r}_$who" --from first --pull-batch 32 \
 			--read-addr "$(addr "$who")" --expect "$stored" -d 120s --warmup 0s -q --json >"$WORK/read.json" 2>"$WORK/read.err" || true
-		fig "consume $stored stored msgs from the $role n$who, round $r: $(jf msgs_per_sec <"$WORK/read.json") msg/s ($(jf msgs <"$WORK/read.json") msgs, $(jf errors <"$WORK/read.json") errors)"
+		fig "consume $stored stored msgs from the $role n$who, round $r: $(jr msgs_per_sec <"$WORK/read.json") msg/s ($(jr msgs <"$WORK/read.json") msgs, $(jr errors <"$WORK/read.json") errors)"
 	done
 done
 
@@ -166,19 +168,21 @@ fill=$((CATCHUP_MB * 1048576 / REC + 1))
 L=$(leader)
 target=$(cloff "$L")
 behind=$((target - fb))
-fig "fill: $(jf total_msgs <"$WORK/fill.json") msgs at $(jf msgs_per_sec <"$WORK/fill.json") msg/s with n$F stopped: it is $((behind / 1048576)) MiB of commitlog behind"
+fig "fill: $(jr total_msgs <"$WORK/fill.json") msgs at $(jr msgs_per_sec <"$WORK/fill.json") msg/s with n$F stopped: it is $((behind / 1048576)) MiB of commitlog behind"
 t0=$(now_ns)
 start_node "$F"
 wait_port $((BP + 100 + 3 * F)) || true
+# start: its commitlog's end when it first answers; first: when that end first moves.
 start=-1 first="" last=0
 for _ in $(seq 1200); do # up to 10 min
 	o=$(cloff "$F")
-	[ -z "$first" ] && [ "$o" -gt 0 ] && { first=$(now_ns); start=$o; }
+	[ "$start" -lt 0 ] && [ "$o" -gt 0 ] && start=$o
+	[ -z "$first" ] && [ "$start" -ge 0 ] && [ "$o" -gt "$start" ] && first=$(now_ns)
 	[ "$o" -ge "$target" ] && { last=$(now_ns); break; }
 	sleep 0.5
 done
 t_end=$((last > 0 ? last : $(now_ns)))
-got=$(($(cloff "$F") - (start > 0 ? start : 0)))
+got=$(($(cloff "$F") - (start > 0 ? start : fb)))
 fig "catch-up of n$F, $((behind / 1048576)) MiB behind: $(awk -v b="$got" -v t0="$t0" -v f="${first:-$t0}" -v e="$t_end" \
 	'BEGIN {printf "%.0f MiB in %.1f s from exec = %.0f MB/s; %.1f s from its first progress = %.0f MB/s", b / 1048576, (e - t0) / 1e9, b / ((e - t0) / 1e3), (e - f) / 1e9, b / ((e - f) / 1e3)}')$([ "$last" = 0 ] && echo ' (NOT caught up within 10 min)')"
 

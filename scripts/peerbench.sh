@@ -17,7 +17,8 @@
 #
 # Usage: scripts/peerbench.sh            (make bench-peer; make bench PEER=nats runs it after bench.sh)
 # Env: ROUNDS (2), INFLIGHT ("256 2048"), DUR (20s, ours), WARMUP (5s, ours), NATS_RATE_GUESS
-#      (20000: msg/s used to size a NATS run to about DUR: its bench stops after a message count),
+#      (8000: msg/s used to size the first NATS run at each in-flight count to about DUR: its bench stops
+#      after a message count; later runs use the previous run's rate),
 #      NATS_CLIENTS (4), SYNC_MSGS (5000, the lone sync runs of NATS; ours runs DUR), SYNC (1: the
 #      lone sync producer runs), PEER_BIN (bin/peer), NATS_SERVER_VERSION (v2.15.2),
 #      NATS_CLI_VERSION (v0.5.1), BASE_PORT (25400: NATS ports; ours BASE_PORT+1000), KEEP=1
@@ -27,7 +28,7 @@ ROUNDS="${ROUNDS:-2}"
 INFLIGHT="${INFLIGHT:-256 2048}"
 DUR="${DUR:-20s}"
 WARMUP="${WARMUP:-5s}"
-RATE_GUESS="${NATS_RATE_GUESS:-20000}"
+RATE_GUESS="${NATS_RATE_GUESS:-8000}"
 CLIENTS="${NATS_CLIENTS:-4}"
 SYNC_MSGS="${SYNC_MSGS:-5000}"
 SYNC="${SYNC:-1}"
@@ -96,22 +97,25 @@ seq_no=0
 # nats_run NAME ARGS...: one nats bench js pub run on a fresh R3 file stream; prints its line and
 # leaves msg/s in $rate.
 nats_run() {
-	local name=$1 w0 w1 n out p99
+	local name=$1 w0 w1 n out lat
 	shift
 	seq_no=$((seq_no + 1))
 	local stream="peerbench$seq_no" l
 	l=$(load)
 	w0=$(wbytes)
-	out=$("$NATS" -s "$URL" bench js pub "$@" "peer.$seq_no" --stream "$stream" --create --replicas 3 --storage file \
+	out=$("$NATS" -s "$URL" bench js pub "$@" "peer.$seq_no" --stream "$stream" --create --replicas 3 --storage file --maxbytes 8GB \
 		--size 1024 --no-progress 2>&1) || { echo "== $name: nats bench failed"; echo "$out" | tail -5; rate=0; return 0; }
 	w1=$(wbytes)
 	echo "$out" >"$WORK/$name.out"
-	rate=$(echo "$out" | grep -m1 -oE '[0-9,]+ msgs/sec' | tr -d , | cut -d' ' -f1)
-	n=$(echo "$out" | grep -m1 -oE '[0-9,]+ msgs' | tr -d , | cut -d' ' -f1)
-	p99=$(echo "$out" | grep -iE 'p99|99(\.0+)?%|99th' | head -1 | sed 's/^ *//')
+	# The aggregated line of several clients, or the only client's: "... stats: 14,952 msgs/sec ~ ...".
+	rate=$(echo "$out" | grep -oE 'stats: [0-9,]+ msgs/sec' | tail -1 | grep -oE '[0-9,]+' | tr -d ,)
+	n=$(echo "$out" | grep -m1 -oE 'msgs=[0-9,]+' | grep -oE '[0-9,]+' | tr -d ,)
+	# Latency per publish (to its ack), the last P50/P99 printed (the aggregate's), in ms.
+	lat=$(echo "$out" | grep -oE 'P(50|99):? [0-9,.]+us' | tail -2 | tr -d ,: | awk '{printf "%s_ms:%.3f ", tolower($1), $2 / 1000}')
 	"$NATS" -s "$URL" stream rm -f "$stream" >/dev/null 2>&1 || true
-	printf "== %-40s %8s msg/s  %s  disk %s B/msg (3 nodes)  load %s\n" "$name" "${rate:-?}" "${p99:+[$p99]}" \
-		"$(awk -v w=$((w1 - w0)) -v n="${n:-0}" 'BEGIN {printf "%.0f", n > 0 ? w / n : 0}')" "$l"
+	printf "== %-40s %8s msg/s  [%s]  disk %s B/msg (3 nodes)  load %s\n" "$name" "${rate:-?}" "$lat" \
+		"$(awk -v w=$((w1 - w0)) -v n="${n:-0}" 'BEGIN {printf "%.0f", (n > 0 ? w / n : 0)}')" "$l"
+	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
 # ours_run NAME ENV...: one scripts/cpubench.sh R3 run; prints its line and leaves msg/s in $rate.
@@ -130,10 +134,13 @@ ours_run() {
 ratio() { awk -v b="$2" -v a="$1" 'BEGIN {if (a > 0) printf "%.2fx", b / a; else print "n/a"}'; }
 secs=${DUR%s}
 summary=()
+declare -A guess
 for r in $(seq "$ROUNDS"); do
 	for c in $INFLIGHT; do
-		nats_run "A$r NATS async, $c in flight" async --clients "$CLIENTS" --batch $((c / CLIENTS)) --msgs $((RATE_GUESS * secs))
+		# nats bench stops after a message count: sized from this in-flight's previous NATS run.
+		nats_run "A$r NATS async, $c in flight" async --clients "$CLIENTS" --batch $((c / CLIENTS)) --msgs $((${guess[$c]:-$RATE_GUESS} * secs))
 		a=$rate
+		[ "${rate:-0}" -gt 0 ] && guess[$c]=$rate
 		ours_run "B$r ours async, $c in flight" MODE=async CONC="$c" PRODUCERS=4
 		summary+=("round $r, $c in flight: NATS $a, ours $rate msg/s: $(ratio "$a" "$rate")")
 		echo "   ratio ours/NATS: $(ratio "$a" "$rate")"
