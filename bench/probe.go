@@ -42,7 +42,8 @@ type ProbeResult struct {
 }
 
 // RunProbe repeats cfg.Op against cfg.Addrs until one answers with success, and prints one line
-// "PROBE op=... addr=... ms=... attempts=..." on out. Each attempt waits at most a second.
+// "PROBE op=... addr=... ms=... attempts=..." on out, then why the first and the last failed
+// attempt failed. Each attempt waits at most a second.
 func RunProbe(ctx context.Context, cfg ProbeConfig, out io.Writer) (*ProbeResult, error) {
 	if len(cfg.Addrs) == 0 || cfg.Topic == "" {
 		return nil, fmt.Errorf("probe needs --addr and --topic")
@@ -59,7 +60,7 @@ func RunProbe(ctx context.Context, cfg ProbeConfig, out io.Writer) (*ProbeResult
 	defer cancel()
 	body := make([]byte, 1024)
 	_, _ = rand.Read(body)
-	var last error
+	var first, last error // why the first and the latest failed attempt failed
 	for attempts := 1; ; attempts++ {
 		for _, addr := range cfg.Addrs {
 			actx, acancel := context.WithTimeout(ctx, time.Second)
@@ -68,10 +69,16 @@ func RunProbe(ctx context.Context, cfg ProbeConfig, out io.Writer) (*ProbeResult
 			if err == nil && resp.Code == remoting.Success {
 				res := &ProbeResult{Addr: addr, Elapsed: time.Since(cfg.Since), Attempts: attempts}
 				fmt.Fprintf(out, "PROBE op=%s addr=%s ms=%.1f attempts=%d\n", cfg.Op, addr, float64(res.Elapsed.Microseconds())/1000, attempts)
+				if first != nil {
+					fmt.Fprintf(out, "  first failure: %v\n  last failure: %v\n", first, last)
+				}
 				return res, nil
 			}
 			if err == nil {
 				err = fmt.Errorf("%s: %s (code %d): %s", addr, responseCodeName(resp.Code), resp.Code, resp.Remark)
+			}
+			if first == nil {
+				first = err
 			}
 			last = err
 		}

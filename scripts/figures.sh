@@ -205,13 +205,13 @@ for r in $(seq "$RESTARTS"); do
 	stop_node "$F"
 	t0=$(now_ns)
 	start_node "$F"
-	p=$("$BIN"/mqbench probe -a "$(addr "$F")" -t "$TOPIC" --op pull --since "$t0" --timeout 120s 2>&1 | tail -1)
+	p=$("$BIN"/mqbench probe -a "$(addr "$F")" -t "$TOPIC" --op pull --since "$t0" --timeout 120s 2>&1 | tr -s " \n" " ")
 	fig "restart of follower n$F holding $((held / 1048576)) MiB of commitlog, round $r: exec to first pull: $p"
 	sleep 2
 	for i in 0 1 2; do stop_node "$i"; done
 	t0=$(now_ns)
 	for i in 0 1 2; do start_node "$i"; done
-	p=$("$BIN"/mqbench probe -a "$(addr 0);$(addr 1);$(addr 2)" -t "$TOPIC" --op send --since "$t0" --timeout 120s 2>&1 | tail -1)
+	p=$("$BIN"/mqbench probe -a "$(addr 0);$(addr 1);$(addr 2)" -t "$TOPIC" --op send --since "$t0" --timeout 120s 2>&1 | tr -s " \n" " ")
 	fig "restart of the whole group (each node >= $((held / 1048576)) MiB), round $r: exec to first SEND_OK: $p"
 	sleep 2
 done
