@@ -4,7 +4,7 @@ BIN       := bin
 BINARIES  := mqnamesrv mqbroker mqadmin mqbench mqbench5 mqproxy
 UNIT_PKGS := $(shell $(GO) list ./... | grep -v /integration)
 
-.PHONY: all build test unit integration vet fmt-check run bench chaos faults proto clean
+.PHONY: all build test unit integration vet fmt-check run bench bench-peer bench-figures chaos faults proto clean
 
 all: build
 
@@ -55,8 +55,25 @@ run: build
 
 # bench starts its own name server and broker in a temporary directory and
 # prints producer and consumer figures for ASYNC_FLUSH and SYNC_FLUSH.
+# PEER=nats adds the peer phase (bench-peer) after it.
 bench: build
 	./scripts/bench.sh
+	@if [ "$(PEER)" = nats ]; then ./scripts/peerbench.sh; fi
+
+# bench-peer builds NATS JetStream (nats-server and the nats CLI at pinned versions, from the Go
+# module proxy, into bin/peer/) and runs a three-node JetStream cluster on loopback (file storage,
+# sync_interval: always, R3, 1 KiB messages) against scripts/cpubench.sh R3, alternated, at 256
+# and 2048 in flight and with a lone sync producer, printing every run and the ratios
+# (scripts/peerbench.sh: ROUNDS, INFLIGHT, DUR...).
+bench-peer: build
+	GO=$(GO) ./scripts/peerbench.sh
+
+# bench-figures measures on a three-node group: peak msg/s with memory per node and disk bytes
+# written per message per node, end-to-end latency at half of the peak, consume throughput from
+# the leader and a follower, catch-up of a follower 1 GiB behind, restart to serving with 1 GiB
+# of commitlog, and the proxy's overhead (scripts/figures.sh: DUR, CATCHUP_MB, RESTARTS...).
+bench-figures: build
+	./scripts/figures.sh
 
 # chaos runs the long chaos suite against three-node DLedger groups (integration/chaos_test.go,
 # partition_test.go): the leader killed with SIGKILL every CHAOS_INTERVAL and restarted

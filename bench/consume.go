@@ -55,6 +55,9 @@ type ConsumeConfig struct {
 	// WaitTopic is how long to keep retrying while the topic has no route
 	// yet (e.g. no producer has created it).
 	WaitTopic time.Duration
+	// ReadAddr, when set, is the broker every queue is pulled from instead of the route's
+	// master (native client: readaddr.go), e.g. a follower.
+	ReadAddr string
 }
 
 func (c *ConsumeConfig) validate() error {
@@ -85,6 +88,9 @@ func (c *ConsumeConfig) validate() error {
 	}
 	if c.Pollers < 1 {
 		c.Pollers = 1
+	}
+	if c.ReadAddr != "" && c.Client != ClientNative {
+		return fmt.Errorf("--read-addr needs --client native")
 	}
 	return c.validateClient()
 }

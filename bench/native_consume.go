@@ -119,6 +119,7 @@ func runNativeConsume(ctx context.Context, cfg ConsumeConfig, ns []string, stdou
 	if err != nil {
 		return nil, fmt.Errorf("route: %w", err)
 	}
+	qs = readFrom(qs, cfg.ReadAddr)
 	start := make([]int64, len(qs))
 	if cfg.From == "last" {
 		for i, q := range qs {

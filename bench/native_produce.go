@@ -288,6 +288,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 			sl.launch()
 		}
 	}
+	pace := newPacer(cfg.Rate)
 	for g := 0; g < cfg.Concurrency && cfg.Mode != ModeAsync; g++ {
 		cl := cls[g%len(cls)]
 		s := newSender(g)
@@ -296,7 +297,7 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 		go func() {
 			defer wg.Done()
 			qi := g
-			for !stopped.Load() {
+			for pace.wait(cfg.Batch, &stopped) {
 				n := budget.take(cfg.Batch)
 				if n == 0 {
 					return

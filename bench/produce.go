@@ -67,6 +67,9 @@ type ProduceConfig struct {
 	// server (reroute.go); 0 disables it. Async sends that fail so are
 	// counted as errors, but renew the route too.
 	RouteRetries int
+	// Rate, when > 0, paces the run at that many messages a second (native client, sync or
+	// oneway mode: pace.go).
+	Rate float64
 }
 
 // lockedWriter serializes writes to w, for writers several goroutines share.
@@ -150,6 +153,9 @@ func (c *ProduceConfig) validate() error {
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 3 * time.Second
+	}
+	if err := c.validateRate(); err != nil {
+		return err
 	}
 	return c.validateClient()
 }

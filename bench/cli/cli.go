@@ -37,6 +37,7 @@ gRPC client, with mqbench5 the official 5.x Go client.
 Usage:
   mqbench produce -n <namesrv[;namesrv...]> -t <topic> [flags]
   mqbench consume -n <namesrv[;namesrv...]> -t <topic> -g <group> [flags]
+  mqbench probe -a <broker[;broker...]> -t <topic> [--op send|pull] [--since ns]
   mqbench <command> --help
   mqbench --version
 
@@ -82,6 +83,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 		err = produce(ctx, args[1:], stdout, stderr)
 	case "consume":
 		err = consume(ctx, args[1:], stdout, stderr)
+	case "probe":
+		err = probe(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -153,6 +156,7 @@ func produce(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.CompressOver, "compress-over", 4096, "body size from which the client compresses (0: never)")
 	fs.DurationVar(&cfg.SlowLog, "slow-log", 0, "log every send that takes at least this long, with its start time, on stderr (0: off)")
 	fs.IntVar(&cfg.RouteRetries, "route-retries", bench.DefaultRouteRetries, "official and native clients: retries of a sync/oneway send that failed on a dead broker address (with a fresh route from the name server) or a missing route (0: off)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "native client, sync or oneway mode: send at most this many messages a second, evenly spaced (0: as fast as the senders go)")
 	fs.BoolVar(&cfg.CreateTopic, "create-topic", false, "create the topic with the admin API first (needs -b)")
 	fs.StringVarP(&cfg.TopicOptions.Brokers, "broker", "b", "", "broker address(es) for --create-topic, ';'-separated")
 	fs.IntVar(&cfg.TopicOptions.Queues, "queues", 8, "read/write queue count for --create-topic")
@@ -187,6 +191,7 @@ func consume(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&cfg.PullThresholdForQueue, "pull-threshold", 0, "push: cached messages per queue before pulling pauses (0: client default 1024; max 65535)")
 	fs.IntVar(&cfg.MaxSpan, "max-span", 0, "push: cached offset span per queue before pulling pauses (0: client default 1000; max 65535)")
 	fs.IntVar(&cfg.Pollers, "pollers", 2, "goroutines calling Poll (pull type)")
+	fs.StringVar(&cfg.ReadAddr, "read-addr", "", "native client: pull every queue from this broker address (e.g. a follower) instead of the route's master")
 	fs.DurationVar(&cfg.WaitTopic, "wait-topic", 30*time.Second, "keep retrying this long while the topic has no route")
 	err := parse(fs, args, stderr, "Usage: mqbench consume -n <namesrv> -t <topic> -g <group> [flags]")
 	if err != nil {
