@@ -55,24 +55,15 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 	}
 	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
 	tc.Order = req.ExtBool("order")
-	if b.replicated() {
-		unlock := b.metaMu.lock("topic", topic)
-		if resp := b.topicAttributes(req, tc); resp != nil {
-			unlock()
-			return resp
-		}
-		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
+	unlock := b.metaMu.lock("topic", topic)
+	if resp := b.topicAttributes(req, tc); resp != nil {
 		unlock()
-		if err != nil {
-			return metaErrorResponse(req, "store topic config", err)
-		}
-	} else {
-		if resp := b.topicAttributes(req, tc); resp != nil {
-			return resp
-		}
-		if err := b.topics.Put(tc); err != nil {
-			return req.NewResponse(remoting.SystemError, "store topic config: "+err.Error())
-		}
+		return resp
+	}
+	err = b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, "store topic config", err)
 	}
 	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "attributes", tc.Attributes)
 	b.triggerRegister()
@@ -93,22 +84,11 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 	if meta.IsSystemTopic(topic) {
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
-	if b.replicated() {
-		unlock := b.metaMu.lock("topic", topic)
-		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
-		unlock()
-		if err != nil {
-			return metaErrorResponse(req, "delete topic", err)
-		}
-		b.logger.Info("topic deleted through raft", "topic", topic)
-		return req.NewResponse(remoting.Success, "")
-	}
-	if _, err := b.topics.Delete(topic); err != nil {
-		return req.NewResponse(remoting.SystemError, "delete topic config: "+err.Error())
-	}
-	b.offsets.DeleteTopic(topic)
-	if err := b.local.DeleteTopic(topic); err != nil { // classic mode: the local store
-		return req.NewResponse(remoting.SystemError, "delete consume queues: "+err.Error())
+	unlock := b.metaMu.lock("topic", topic)
+	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, "delete topic", err)
 	}
 	b.logger.Info("topic deleted", "topic", topic)
 	b.triggerRegister()
@@ -191,17 +171,11 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 	if err := message.ValidateGroup(gc.GroupName); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
-	if b.replicated() {
-		unlock := b.metaMu.lock("group", gc.GroupName)
-		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
-		unlock()
-		if err != nil {
-			return metaErrorResponse(req, "store subscription group", err)
-		}
-		return req.NewResponse(remoting.Success, "")
-	}
-	if err := b.groups.Put(&gc); err != nil {
-		return req.NewResponse(remoting.SystemError, "store subscription group: "+err.Error())
+	unlock := b.metaMu.lock("group", gc.GroupName)
+	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, "store subscription group", err)
 	}
 	return req.NewResponse(remoting.Success, "")
 }
@@ -217,20 +191,11 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 	if group == "" {
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
 	}
-	if b.replicated() {
-		unlock := b.metaMu.lock("group", group)
-		err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group})
-		unlock()
-		if err != nil {
-			return metaErrorResponse(req, "delete subscription group", err)
-		}
-		return req.NewResponse(remoting.Success, "")
-	}
-	if _, err := b.groups.Delete(group); err != nil {
-		return req.NewResponse(remoting.SystemError, "delete subscription group: "+err.Error())
-	}
-	if req.ExtBool("cleanOffset") {
-		b.offsets.DeleteGroup(group)
+	unlock := b.metaMu.lock("group", group)
+	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group, KeepOffsets: !req.ExtBool("cleanOffset")})
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, "delete subscription group", err)
 	}
 	return req.NewResponse(remoting.Success, "")
 }

@@ -29,7 +29,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 	}
 	created, skipped := 0, 0
 	for _, cd := range hb.ConsumerDataSet {
-		if b.replicated() && !b.isLeader() {
+		if !b.place.decides() {
 			// A DLedger follower writes no metadata: the consumer heartbeats the leader too
 			// (clients heartbeat every broker of their route), which creates the group and its
 			// retry topic through Raft; forwarding each heartbeat would only repeat that.
@@ -44,7 +44,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 		}
 		gc, err := b.groupOrCreate(cd.GroupName)
 		if err != nil {
-			if b.replicated() {
+			if b.place.forwardsWrites() {
 				// Leadership may have moved under the proposal: the client must still be
 				// recorded here; its next heartbeat to the leader creates the group.
 				b.logger.Warn("subscription group not created", "group", cd.GroupName, "error", err)
@@ -59,7 +59,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 			retry := message.RetryTopicPrefix + cd.GroupName
 			_, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
 				WriteQueueNums: gc.RetryQueueNums, Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
-			if err != nil && b.replicated() {
+			if err != nil && b.place.forwardsWrites() { // as above: the leader creates it
 				b.logger.Warn("retry topic not created", "topic", retry, "error", err)
 				continue
 			}

@@ -90,11 +90,6 @@ func failedPath(err error) string {
 // leaveOnDiskFailure is what the broker does before the exit: no more writes or registrations
 // (role unknown, as a removed node), then unregister.
 func (b *Broker) leaveOnDiskFailure() {
-	if b.role.set(roleUnknown) && b.offsetBatch != nil {
-		b.offsetBatch.drop()
-	}
-	if b.raft != nil {
-		b.raft.diskFailed.Store(true)
-	}
+	b.place.leave()
 	b.unregisterAll()
 }

@@ -44,10 +44,12 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	cfg := config.NewBroker()
 	cfg.BrokerName = "broker-d"
 	rg := &raftGroup{fsm: f, selfID: "n0", group: "broker-d"}
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), log: rg, raft: rg}
-	b.raft.readCtx, b.raft.stopReads = context.WithCancel(context.Background())
-	t.Cleanup(b.raft.stopReads)
-	b.role.set(roleLeader)
+	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
+	t.Cleanup(rg.stopReads)
+	rp := newRaftPlace(rg, cfg, nil, hclog.NewNullLogger())
+	t.Cleanup(rp.offsetBatch.close)
+	rp.role.set(roleLeader)
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), place: rp, commitLog: rp}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
 	srv.Handle(remoting.SendMessage, b.handleSend)
 	if err := srv.Start(); err != nil {
@@ -107,7 +109,7 @@ func TestDLegerSendRefusedOverDiskRatio(t *testing.T) {
 	}
 
 	b, _ := diskLeader(t, 10)
-	if err := b.raft.checkSpace([][]byte{[]byte("hello")}); err != nil {
+	if err := raftOf(t, b).checkSpace([][]byte{[]byte("hello")}); err != nil {
 		t.Fatalf("space check with room: %v", err)
 	}
 }

@@ -59,9 +59,7 @@ func (h *haState) masterAddrs() (haAddr, addr string) {
 }
 
 // isClassicSlave: brokerRole=SLAVE outside DLedger mode.
-func (b *Broker) isClassicSlave() bool {
-	return b.raft == nil && b.cfg.BrokerRole == config.RoleSlave
-}
+func (b *Broker) isClassicSlave() bool { return b.place.haPart() == haSlave }
 
 // haServerConfig is the HA server configuration from the broker's keys, listening on addr.
 func (b *Broker) haServerConfig(addr string) ha.ServerConfig {
@@ -80,12 +78,11 @@ func (b *Broker) haServerConfig(addr string) ha.ServerConfig {
 // startHA starts what the classic role needs (Start calls it before the first registration,
 // so the registered HA address is the real one). DLedger mode starts the server on leadership.
 func (b *Broker) startHA() error {
-	switch {
-	case b.raft != nil:
+	switch b.place.haPart() {
+	case haWhileLeader:
 		return nil
-	case b.isClassicSlave():
-		b.startHAClient()
-		return nil
+	case haSlave:
+		return b.startHAClient()
 	default:
 		return b.startHAServer()
 	}
@@ -123,9 +120,6 @@ func (b *Broker) stopHAServer() {
 // haRoleChanged follows DLedger leadership: the ready leader serves legacy slaves, nobody else
 // does. A failure to listen is logged (legacy slaves then wait for the next leader or retry).
 func (b *Broker) haRoleChanged(role int32) {
-	if b.raft == nil {
-		return
-	}
 	if role == roleLeader {
 		if err := b.startHAServer(); err != nil {
 			b.logger.Error("leader cannot serve legacy HA slaves", "error", err)
@@ -196,7 +190,12 @@ func (s haSource) ReadCommitLog(offset int64, maxBytes int) ([]byte, error) {
 }
 
 // startHAClient starts following the master and copying its metadata.
-func (b *Broker) startHAClient() {
+func (b *Broker) startHAClient() error {
+	// A classic slave's store is its own for the broker's lifetime: nothing to release.
+	target, _, err := b.acquireStore()
+	if err != nil {
+		return fmt.Errorf("start HA client: %w", err)
+	}
 	b.ha.syncNow = make(chan struct{}, 1)
 	b.ha.metaClient = remoting.NewClient(remoting.ClientConfig{Logger: b.logger.Named("slave-sync"), TLS: b.clientTLS})
 	client := ha.NewClient(ha.ClientConfig{
@@ -207,7 +206,7 @@ func (b *Broker) startHAClient() {
 			addr, _ := b.ha.masterAddrs()
 			return addr
 		},
-		Target:               b.local,
+		Target:               target,
 		FileSize:             b.cfg.MappedFileSizeCommitLog,
 		Logger:               b.logger.Named("ha"),
 		HeartbeatInterval:    time.Duration(b.cfg.HASendHeartbeatInterval) * time.Millisecond,
@@ -224,6 +223,7 @@ func (b *Broker) startHAClient() {
 	if b.cfg.HAMasterAddress != "" {
 		b.logger.Info("slave follows the configured master HA address", "haMasterAddress", b.cfg.HAMasterAddress)
 	}
+	return nil
 }
 
 // onRegisterAnswer takes a name server's REGISTER_BROKER answer: on a classic slave, the
@@ -265,7 +265,7 @@ func (b *Broker) onRegisterAnswer(resp *remoting.Command) {
 // stored either way, as the Go client's SendSlaveNotAvailable/SendFlushSlaveTimeout statuses
 // tell the application. Other roles, DLedger mode and WAIT=false sends return SUCCESS.
 func (b *Broker) waitReplicas(h *protocol.SendMessageRequestHeader, results []storage.AppendResult) (int32, string) {
-	if b.raft != nil || b.cfg.BrokerRole != config.RoleSyncMaster || len(results) == 0 {
+	if b.place.haPart() != haMaster || b.cfg.BrokerRole != config.RoleSyncMaster || len(results) == 0 {
 		return remoting.Success, ""
 	}
 	if message.ParseProperties(h.Properties)[message.PropertyWaitStoreMsgOK] == "false" {
@@ -274,7 +274,7 @@ func (b *Broker) waitReplicas(h *protocol.SendMessageRequestHeader, results []st
 	last := results[len(results)-1]
 	end := last.PhysicalOffset + int64(last.Size)
 	s := b.ha.server.Load()
-	if s == nil || !s.SlaveOK(b.local.CommitLogMaxOffset()) {
+	if s == nil || !s.SlaveOK(b.commitLogMax()) {
 		return remoting.SlaveNotAvailable, "the message is stored on the master, but no slave is connected and in sync"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.SyncFlushWait())
@@ -412,7 +412,7 @@ func (b *Broker) haStatus() protocol.HARuntimeInfo {
 				TransferredByteInSecond: int64(c.BytesPerSecond), TransferFromWhere: c.TransferFrom,
 			})
 		}
-	} else if b.raft == nil && !b.isClassicSlave() {
+	} else if b.place.haPart() == haMaster {
 		info.Master = true // a classic master whose server failed to start: no slaves
 	}
 	if !info.Master {

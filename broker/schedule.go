@@ -28,14 +28,12 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"time"
 
 	"rocketraft/broker/meta"
-	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
@@ -198,12 +196,7 @@ func pickLevel(levels []time.Duration, left time.Duration) int {
 }
 
 // mayDeliver: only a master delivers (the ready leader in DLedger mode, never a classic slave).
-func (b *Broker) mayDeliver() bool {
-	if b.raft != nil {
-		return b.isLeader()
-	}
-	return b.cfg.BrokerRole != config.RoleSlave
-}
+func (b *Broker) mayDeliver() bool { return b.place.master() }
 
 // scheduleLoop polls every level while this node may deliver.
 func (b *Broker) scheduleLoop() {
@@ -235,7 +228,7 @@ func (b *Broker) scheduleLoop() {
 				backoff[level] = time.Now().Add(scheduleErrorBackoff)
 			}
 		}
-		if b.raft == nil {
+		if b.place.haPart() == haMaster { // a classic master's own table (DLedger: Raft's)
 			_ = b.delayOffsets.Persist() // logged by the table
 		}
 	}
@@ -389,38 +382,7 @@ func (b *Broker) deliverStep(s *fsm.ScheduleDeliver) error {
 		case <-ctx.Done():
 		}
 	}()
-	if b.raft == nil {
-		if len(s.Records) > 0 {
-			_, err := b.local.Append(ctx, s.Records)
-			switch {
-			case errors.Is(err, storage.ErrMessageIllegal):
-				b.logger.Error("the store refused delayed messages; skipped", "level", s.Level, "from", s.From, "to", s.To, "error", err)
-			case err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout):
-				return fmt.Errorf("append %d delayed messages of level %d: %w", len(s.Records), s.Level, err)
-			}
-		}
-		b.delayOffsets.Set(s.Level, s.To)
-		return b.delayOffsets.Persist()
-	}
-	if len(s.Records) > 0 {
-		if err := b.raft.checkSpace(s.Records); err != nil { // proposed directly, not through Append
-			return err
-		}
-	}
-	data, err := fsm.EncodeScheduleDeliver(s)
-	if err != nil {
-		return err
-	}
-	resp, err := b.raft.node.Apply(ctx, data)
-	if err != nil {
-		// Not proposed, or outcome unknown: either way the next step reads the progress again
-		// and the compare-and-set in the entry keeps a late commit from delivering twice.
-		return fmt.Errorf("replicate delivery of level %d [%d, %d): %w", s.Level, s.From, s.To, err)
-	}
-	if r, ok := resp.(*fsm.ScheduleResult); ok && r != nil && errors.Is(r.Err, fsm.ErrScheduleStale) {
-		b.logger.Info("delay delivery step was stale; re-reading the progress", "level", s.Level, "from", s.From)
-	}
-	return nil
+	return b.place.deliver(ctx, s)
 }
 
 // DelayOffset implements fsm.ScheduleApplier: the replicated progress table.

@@ -107,7 +107,7 @@ func storeDelayed(t *testing.T, b *Broker, ts time.Time, body string, props map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.local.Append(context.Background(), [][]byte{rec}); err != nil {
+	if _, err := localStore(t, b).Append(context.Background(), [][]byte{rec}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -137,7 +137,7 @@ func TestSchedulerClassic(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(b.cfg.StorePathRootDir, "config", delayOffsetFile)); err != nil {
 		t.Fatalf("progress not saved: %v", err)
 	}
-	r := b.local.GetMessages("Real", 1, 0, 10, 0, nil)
+	r := localStore(t, b).GetMessages("Real", 1, 0, 10, 0, nil)
 	if len(r.Records) != 1 {
 		t.Fatalf("real topic holds %d records", len(r.Records))
 	}

@@ -132,12 +132,7 @@ func parseEndTxnHeader(req *remoting.Command) (*endTxnHeader, error) {
 
 // txnMaster reports whether this node resolves transactions: the classic master, or the ready
 // DLedger leader.
-func (b *Broker) txnMaster() bool {
-	if b.raft == nil {
-		return b.cfg.IsMaster()
-	}
-	return b.isLeader()
-}
+func (b *Broker) txnMaster() bool { return b.place.master() }
 
 // handleEndTransaction serves END_TRANSACTION (37). A DLedger follower forwards it to the
 // leader; a classic slave answers SLAVE_NOT_AVAILABLE as RocketMQ's does.
@@ -145,7 +140,7 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 	if resp := b.forwardOrRefuse(conn, req); resp != nil {
 		return resp
 	}
-	if b.raft == nil && !b.cfg.IsMaster() {
+	if b.isClassicSlave() {
 		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave; END_TRANSACTION goes to the master")
 	}
 	h, err := parseEndTxnHeader(req)
@@ -299,7 +294,7 @@ func (b *Broker) halfCopy(half *message.Message, topic string, origin int64, che
 // appendTxn appends records as one unit (one Raft entry in DLedger mode; a full disk is refused
 // before proposing, as for sends). A flush timeout means stored.
 func (b *Broker) appendTxn(ctx context.Context, records [][]byte) ([]storage.AppendResult, error) {
-	res, err := b.log.Append(ctx, records)
+	res, err := b.commitLog.Append(ctx, records)
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		return nil, fmt.Errorf("append transaction records: %w", err)
 	}

@@ -18,7 +18,7 @@ package broker
 // DLedger mode: only the ready leader checks and resolves (txnMaster); its view is built from
 // the replicated queues the first time it is needed, after the Barrier that made it leader, so
 // transactions left unknown by a killed leader are checked by the next one. Every write goes
-// through b.log.Append as one unit, so a commit (real message + op record) or a re-put (copy +
+// through b.commitLog.Append as one unit, so a commit (real message + op record) or a re-put (copy +
 // op record) is one Raft entry.
 //
 // Locking: txnService.mu guards the book and the claims; it is never held across an append or a
