@@ -58,7 +58,8 @@ type Broker struct {
 	// where sends append (the place, timed in DLedger mode: metrics.go).
 	place     place
 	commitLog CommitLog
-	topics    *meta.Topics
+
+	topics   *meta.Topics
 	groups   *meta.Groups
 	offsets  *meta.Offsets
 	clients  *clients.Manager

@@ -67,7 +67,7 @@ func (b *Broker) httpHandler() http.Handler {
 			status["storeError"] = err.Error()
 		}
 		b.addStatusLists(status) // statuspage.go: topics, consumer groups and lag
-		if rp, err := b.place.raft(); err == nil { // DLedger mode
+		if rp, err := b.place.raft(); err == nil {
 			// The same record mqadmin raftStatus gets over remoting.
 			status["raftStatus"] = b.raftStatus(rp)
 			status["raft"] = rp.node.Status()

@@ -416,7 +416,7 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 		answered <- resp
 	}()
 	time.Sleep(200 * time.Millisecond) // the send is proposed, refused, and waits for a new leader
-	raftOf(t, b).role.set(roleUnknown)            // leadership is lost: it may now be forwarded, to nobody
+	raftOf(t, b).role.set(roleUnknown) // leadership is lost: it may now be forwarded, to nobody
 	hb := remoting.NewRequest(remoting.HeartBeat, nil, []byte(`{"clientID":"c1"}`))
 	if resp, err := c.Invoke(ctx, b.server.Addr(), hb); err != nil || resp.Code != remoting.Success {
 		t.Fatalf("heartbeat on the same connection while the send waits: %v %+v", err, resp)
