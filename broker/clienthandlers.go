@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/sqlfilter"
 )
 
 // maxGroupsCreatedPerHeartbeat bounds how many subscription groups (each with its %RETRY%
@@ -105,4 +107,22 @@ func (b *Broker) ownQueues(mqs []protocol.MessageQueue) []protocol.MessageQueue 
 		}
 	}
 	return out
+}
+
+// handleCheckClientConfig serves CHECK_CLIENT_CONFIG: whether this broker can filter by the
+// consumer's subscription (tags always; SQL92 with enablePropertyFilter, and only if it parses).
+func (b *Broker) handleCheckClientConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.CheckClientConfigBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad body: "+err.Error())
+	}
+	switch t := body.SubscriptionData.ExpressionType; {
+	case t == protocol.ExpressionSQL92 && b.cfg.EnablePropertyFilter:
+		if _, err := sqlfilter.Parse(body.SubscriptionData.SubString); err != nil {
+			return req.NewResponse(remoting.SubscriptionParseFailed, "parse the SQL92 subscription failed: "+err.Error())
+		}
+	case t != "" && t != protocol.ExpressionTag:
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the broker does not support consumer to filter message by %s", t))
+	}
+	return req.NewResponse(remoting.Success, "")
 }

@@ -126,26 +126,26 @@ func (b *Broker) queueOffsetHandler(lookup func(st *storage.Store, topic string,
 	}
 }
 
-func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
-	// In order: a client reads back the offset it has just committed (the Go client does when it
-	// applies a reset), and a oneway update must not be overtaken by that query.
-	s.HandleInOrder(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
-	s.HandleInOrder(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
-	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
-	}))
-	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(st.MinOffset(t, q), 10), nil
-	}))
-	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "timestamp", strconv.FormatInt(st.EarliestMsgStoreTime(t, q), 10), nil
-	}))
-	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, req *remoting.Command) (string, string, error) {
-		ts, err := req.ExtInt64("timestamp")
-		if err != nil {
-			return "", "", err
-		}
-		upper := req.Ext("boundaryType") == "upper"
-		return "offset", strconv.FormatInt(st.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
-	}))
+// The per-queue lookups served through queueOffsetHandler (handlers.go): GET_MAX_OFFSET,
+// GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP.
+
+func lookupMaxOffset(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
+}
+
+func lookupMinOffset(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "offset", strconv.FormatInt(st.MinOffset(t, q), 10), nil
+}
+
+func lookupEarliestStoreTime(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "timestamp", strconv.FormatInt(st.EarliestMsgStoreTime(t, q), 10), nil
+}
+
+func lookupOffsetByTimestamp(st *storage.Store, t string, q int32, req *remoting.Command) (string, string, error) {
+	ts, err := req.ExtInt64("timestamp")
+	if err != nil {
+		return "", "", err
+	}
+	upper := req.Ext("boundaryType") == "upper"
+	return "offset", strconv.FormatInt(st.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
 }

@@ -35,13 +35,6 @@ const (
 	raftAdminMaxTimeout     = 60 * time.Second
 )
 
-func (b *Broker) registerRaftAdminHandlers(s *remoting.Server) {
-	s.Handle(remoting.GetRaftStatus, b.handleGetRaftStatus)
-	s.Handle(remoting.TransferRaftLeader, b.raftAdminGuard(b.handleTransferRaftLeader))
-	s.Handle(remoting.AddRaftPeer, b.raftAdminGuard(b.handleAddRaftPeer))
-	s.Handle(remoting.RemoveRaftPeer, b.raftAdminGuard(b.handleRemoveRaftPeer))
-}
-
 // raftAdminGuard refuses the Raft membership and leadership changes with NO_PERMISSION when ACL
 // is off, unless allowUnauthenticatedRaftAdmin is set: without ACL nobody is authenticated, and
 // an ADD_RAFT_PEER from anyone would make their node a voter that receives the whole log. With
