@@ -20,7 +20,7 @@ import (
 // raftPlace is a Raft group member's place: the replicated store (raftGroup), the role Raft
 // decides (role.go watches it), and metadata changed through the log: the ready leader proposes
 // every change and answers once it is applied on the leader; consumer offsets are batched into
-// few entries (offsetbatch.go). A follower changes nothing itself (replmeta.go says what it does
+// few entries (offsetbatch.go). A follower changes nothing itself (metachange.go says what it does
 // instead).
 type raftPlace struct {
 	*raftGroup
