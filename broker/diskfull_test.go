@@ -11,10 +11,8 @@ import (
 
 	"rocketraft/broker/meta"
 	"rocketraft/config"
-	"rocketraft/fsm"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
-	"rocketraft/storage"
 	"rocketraft/storage/vfs"
 )
 
@@ -24,16 +22,7 @@ import (
 // served on a real connection so handleSend sees a client address.
 func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	t.Helper()
-	fs := vfs.NewMemFS()
-	fs.SetUsage(&vfs.Usage{Total: 100, Used: used})
-	sc := storage.DefaultConfig("/data/store")
-	sc.FS = fs
-	sc.MappedFileSizeCommitLog = 1 << 20
-	f, err := fsm.New(fsm.Config{Store: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	f := memFSM(t, &vfs.Usage{Total: 100, Used: used})
 	topics, err := meta.OpenTopics(filepath.Join(t.TempDir(), "topics.json"), hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)

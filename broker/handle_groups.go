@@ -26,13 +26,7 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 	if err := message.ValidateGroup(gc.GroupName); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
-	unlock := b.metaMu.lock("group", gc.GroupName)
-	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
-	unlock()
-	if err != nil {
-		return metaErrorResponse(req, "store subscription group", err)
-	}
-	return req.NewResponse(remoting.Success, "")
+	return b.answerChange(req, "store subscription group", "group", gc.GroupName, &fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
 }
 
 // handleDeleteGroup serves DELETE_SUBSCRIPTIONGROUP. DLedger mode: forwarded by a follower; the
@@ -47,13 +41,8 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 	if group == "" {
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
 	}
-	unlock := b.metaMu.lock("group", group)
-	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group, KeepOffsets: !req.ExtBool("cleanOffset")})
-	unlock()
-	if err != nil {
-		return metaErrorResponse(req, "delete subscription group", err)
-	}
-	return req.NewResponse(remoting.Success, "")
+	op := &fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group, KeepOffsets: !req.ExtBool("cleanOffset")}
+	return b.answerChange(req, "delete subscription group", "group", group, op)
 }
 
 // handleGetAllGroupConfig serves GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole group table.

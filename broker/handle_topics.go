@@ -76,15 +76,12 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 	if meta.IsSystemTopic(topic) {
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
-	unlock := b.metaMu.lock("topic", topic)
-	err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
-	unlock()
-	if err != nil {
-		return metaErrorResponse(req, "delete topic", err)
+	resp := b.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
+	if resp.Code == remoting.Success {
+		b.logger.Info("topic deleted", "topic", topic)
+		b.triggerRegister()
 	}
-	b.logger.Info("topic deleted", "topic", topic)
-	b.triggerRegister()
-	return req.NewResponse(remoting.Success, "")
+	return resp
 }
 
 // handleGetAllTopicConfig serves GET_ALL_TOPIC_CONFIG: the whole topic table.

@@ -198,6 +198,18 @@ func (b *Broker) changeMeta(op *fsm.MetaOp) error {
 	return b.place.change(ctx, op)
 }
 
+// answerChange makes op happen under the lock of the named topic or group (metaMu, kind "topic"
+// or "group") and answers the admin request: SUCCESS, or the failure as what.
+func (b *Broker) answerChange(req *remoting.Command, what, kind, name string, op *fsm.MetaOp) *remoting.Command {
+	unlock := b.metaMu.lock(kind, name)
+	err := b.changeMeta(op)
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, what, err)
+	}
+	return req.NewResponse(remoting.Success, "")
+}
+
 // ensureTopic stores tc unless a topic of that name exists (%RETRY%, %DLQ% topics) and returns
 // the existing or new config. Only a node that decides (place.decides) creates
 // (errNotLeaderMeta otherwise); changes for one name are serialised by metaMu (namelocks.go) and

@@ -14,8 +14,6 @@ import (
 	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
-	"rocketraft/storage"
-	"rocketraft/storage/vfs"
 )
 
 // classicTestPlace is metaBroker's classic place (tables in dir, no store) for role brokerRole.
@@ -142,15 +140,7 @@ func TestClassicPlaceDeliver(t *testing.T) {
 func testRaftPlace(t *testing.T, propose func(context.Context, []fsm.OffsetCommit) error) (*Broker, *raftPlace) {
 	t.Helper()
 	b := metaBroker(t, t.TempDir())
-	fs := vfs.NewMemFS()
-	sc := storage.DefaultConfig("/data/store")
-	sc.FS = fs
-	sc.MappedFileSizeCommitLog = 1 << 20
-	f, err := fsm.New(fsm.Config{Store: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	f := memFSM(t, nil)
 	b.cfg.BrokerName = "broker-r"
 	rg := &raftGroup{fsm: f, selfID: "n2", group: "broker-r", index: 2}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
