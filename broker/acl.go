@@ -150,7 +150,7 @@ func aclResources(req *remoting.Command) []acl.Resource {
 		}
 	case remoting.HeartBeat:
 		return heartbeatResources(req.Body)
-	case codePopMessage, codeAckMessage, codeChangeInvisibleTime:
+	case remoting.PopMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime:
 		return []acl.Resource{acl.Topic(ext("topic"), acl.Sub), acl.Group(ext("consumerGroup"), acl.Sub)}
 	case remoting.BatchAckMessage:
 		var body protocol.BatchAckBody

@@ -59,9 +59,11 @@ type Broker struct {
 	storeHost        netip.AddrPort
 	brokerAddr       string
 
-	local    *storage.Store // classic mode only; DLedger mode reads through acquireStore
-	raft     *raftGroup     // DLedger mode only
-	log      CommitLog
+	// place is this node's place in its group (place.go), decided once in New; commitLog is
+	// where sends append (the place, timed in DLedger mode: metrics.go).
+	place     place
+	commitLog CommitLog
+
 	topics   *meta.Topics
 	groups   *meta.Groups
 	offsets  *meta.Offsets
@@ -84,11 +86,8 @@ type Broker struct {
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
-	// DLedger mode: metaMu serialises the proposals for one topic or group (check, propose,
-	// apply; namelocks.go), and offsetBatch groups consumer-offset commits into Raft entries
-	// (replmeta.go).
-	metaMu      nameLocks
-	offsetBatch *offsetBatcher
+	// metaMu serialises the changes of one topic or group (check, change; namelocks.go).
+	metaMu nameLocks
 	// commitOrder keeps each client's offset commits of a queue in arrival order (commitorder.go).
 	commitOrder commitOrder
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
@@ -96,10 +95,8 @@ type Broker struct {
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
 	sched        *schedule.Scheduler // delivers them (schedule.go wires it)
-	// DLedger mode: lockMu serialises queue-lock decisions with their proposals, and leaderAt
-	// (unix ns) is when this node last became the ready leader (locks.go).
-	lockMu   sync.Mutex
-	leaderAt atomic.Int64
+	// lockMu serialises queue-lock decisions with their changes (locks.go).
+	lockMu sync.Mutex
 	// repl is classic master/slave replication (package broker/replication, wired in ha.go):
 	// the HA server of a master (or of a DLedger leader serving legacy slaves), the HA client
 	// and metadata copy of a slave.
@@ -114,7 +111,6 @@ type Broker struct {
 	sd shutdownState
 
 	registerNow chan struct{}
-	role        roleState // DLedger mode: what Raft says this node is
 	stop        chan struct{}
 	wg          sync.WaitGroup
 	closeOnce   sync.Once
@@ -153,10 +149,8 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	// right after dledger.Open, so they are Raft's, kept in files of their own under the node's
 	// Raft directory (a classic config/ under the same root is never overwritten).
 	b.inMemoryBytes = physicalMemory() * int64(cfg.AccessMessageInMemoryMaxRatio) / 100
-	configDir := filepath.Join(cfg.StorePathRootDir, "config")
-	if cfg.EnableDLegerCommitLog {
-		configDir = filepath.Join(raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID), "config")
-	}
+	spec := newPlace(cfg)
+	configDir := spec.configDir
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create config directory: %w", err)
 	}
@@ -173,19 +167,13 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openSchedule(configDir); err != nil {
 		return nil, err
 	}
-	if b.pop, err = newPopService(b, configDir, !cfg.EnableDLegerCommitLog); err != nil {
+	if b.pop, err = newPopService(b, configDir, spec.ownsTables); err != nil {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
 	flushEvery := time.Duration(cfg.MetadataFlushIntervalMs) * time.Millisecond
 	b.topics.SetFlushInterval(flushEvery)
 	b.groups.SetFlushInterval(flushEvery)
-	if !cfg.EnableDLegerCommitLog {
-		// DLedger mode: metaApplier.RestoreMeta adds them (the state machine calls it at open).
-		if _, err := b.topics.EnsureTopics(b.systemTopics(), time.Now()); err != nil {
-			return nil, fmt.Errorf("create system topics: %w", err)
-		}
-	}
 	// Before the commitlog: in DLedger mode Raft's replay applies queue locks to it.
 	b.clients = clients.NewManager(clients.Config{
 		ChannelExpiry: time.Duration(cfg.ClientChannelExpiredTimeout) * time.Millisecond,
@@ -199,42 +187,22 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.disk = diskfail.New(logger)
-	b.repl = b.newReplication() // before the store: its dispatch callback notifies the HA server
-	if err := b.openCommitLog(); err != nil {
+	b.repl = b.newReplication(spec.ha) // before the store: its dispatch callback notifies the HA server
+	// The last step that can fail: the local store in classic mode, the Raft group with its
+	// state machine (driving the metadata tables) in DLedger mode.
+	if b.place, err = spec.open(b); err != nil {
 		return nil, err
 	}
+	b.commitLog = b.place
 	b.wireScheduler()
 	b.txn = b.newTxnService()
+	b.place.onRoleChange(b.roleChanged)
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
-	if b.raft != nil {
-		b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
-		b.offsetBatch = newOffsetBatcher(func(ctx context.Context, offs []fsm.OffsetCommit) error {
-			return b.proposeMeta(ctx, &fsm.MetaOp{Op: fsm.OpCommitOffsets, Offsets: offs})
-		}, offsetBatchInterval, offsetBatchMaxEntries, logger.Named("offset-batcher"))
-	}
+	// Used only where the place forwards writes (forward.go); it dials nothing until then.
+	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	b.metrics = newBrokerMetrics(b)
 	b.disk.SetLeave(b.leaveOnDiskFailure)
 	return b, nil
-}
-
-// openCommitLog opens the store and the append path: the local store in classic mode, the Raft
-// group with its state machine (driving the metadata tables) in DLedger mode. It is the last
-// step of New that can fail.
-func (b *Broker) openCommitLog() error {
-	if b.cfg.EnableDLegerCommitLog {
-		rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.Report)
-		if err != nil {
-			return err
-		}
-		b.raft, b.log = rg, rg
-		return nil
-	}
-	store, err := storage.Open(b.storeConfig())
-	if err != nil {
-		return fmt.Errorf("open store at %s: %w", b.cfg.StorePathRootDir, err)
-	}
-	b.local, b.log = store, store
-	return nil
 }
 
 // acquireStore returns the store reads go to and the function that gives it back. In DLedger
@@ -243,12 +211,7 @@ func (b *Broker) openCommitLog() error {
 // never while waiting for anything (a parked pull, a Raft proposal, a client), and do not
 // acquire again while holding it (pass the store down). During a restore's swap it waits for
 // the new store; its errors are retryable (storeUnavailable answers them).
-func (b *Broker) acquireStore() (*storage.Store, func(), error) {
-	if b.raft != nil {
-		return b.raft.acquire()
-	}
-	return b.local, noRelease, nil
-}
+func (b *Broker) acquireStore() (*storage.Store, func(), error) { return b.place.acquire() }
 
 // noRelease is classic mode's release: the local store lives as long as the broker.
 func noRelease() {}
@@ -322,10 +285,7 @@ func (b *Broker) Start() error {
 	}
 
 	b.wg.Add(3)
-	if b.raft != nil {
-		b.wg.Add(1)
-		go b.watchRole()
-	}
+	b.place.start(b) // DLedger mode: the role watch (role.go)
 	go b.registerLoop()
 	go func() {
 		defer b.wg.Done()
@@ -373,11 +333,7 @@ func (b *Broker) Addr() string { return b.brokerAddr }
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
-		if b.raft != nil {
-			// Offsets still queued are proposed while this node may still lead.
-			b.offsetBatch.close()
-			b.raft.handOff(b.logger)
-		}
+		b.place.handOff() // DLedger mode: queued offsets proposed, leadership handed off
 		if b.server != nil {
 			b.sd.draining.Store(true) // registerLoop registers no more
 			b.unregisterAll()
@@ -391,9 +347,7 @@ func (b *Broker) Close() error {
 		}
 		b.wg.Wait()
 		_ = b.nsClient.Close()
-		if b.fwdClient != nil {
-			_ = b.fwdClient.Close()
-		}
+		_ = b.fwdClient.Close()
 		if perr := b.offsets.Persist(); perr != nil {
 			b.logger.Error("persist consumer offsets at shutdown", "error", perr)
 		}
@@ -404,13 +358,7 @@ func (b *Broker) Close() error {
 		// Coalesced table writes still pending (meta saver) are written once nothing changes the
 		// tables any more: in DLedger mode after the state machine stopped applying, in classic
 		// mode before the store (and with it the lock on its directory) is released.
-		if b.raft != nil {
-			err = b.raft.close(b.logger)
-			b.flushTables()
-		} else {
-			b.flushTables()
-			err = b.local.Close()
-		}
+		err = b.place.close(b.flushTables)
 	})
 	return err
 }

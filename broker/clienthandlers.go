@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/sqlfilter"
 )
 
 // maxGroupsCreatedPerHeartbeat bounds how many subscription groups (each with its %RETRY%
@@ -29,7 +31,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 	}
 	created, skipped := 0, 0
 	for _, cd := range hb.ConsumerDataSet {
-		if b.replicated() && !b.isLeader() {
+		if !b.place.decides() {
 			// A DLedger follower writes no metadata: the consumer heartbeats the leader too
 			// (clients heartbeat every broker of their route), which creates the group and its
 			// retry topic through Raft; forwarding each heartbeat would only repeat that.
@@ -44,7 +46,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 		}
 		gc, err := b.groupOrCreate(cd.GroupName)
 		if err != nil {
-			if b.replicated() {
+			if b.place.forwardsWrites() {
 				// Leadership may have moved under the proposal: the client must still be
 				// recorded here; its next heartbeat to the leader creates the group.
 				b.logger.Warn("subscription group not created", "group", cd.GroupName, "error", err)
@@ -59,7 +61,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 			retry := message.RetryTopicPrefix + cd.GroupName
 			_, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
 				WriteQueueNums: gc.RetryQueueNums, Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
-			if err != nil && b.replicated() {
+			if err != nil && b.place.forwardsWrites() { // as above: the leader creates it
 				b.logger.Warn("retry topic not created", "topic", retry, "error", err)
 				continue
 			}
@@ -105,4 +107,22 @@ func (b *Broker) ownQueues(mqs []protocol.MessageQueue) []protocol.MessageQueue 
 		}
 	}
 	return out
+}
+
+// handleCheckClientConfig serves CHECK_CLIENT_CONFIG: whether this broker can filter by the
+// consumer's subscription (tags always; SQL92 with enablePropertyFilter, and only if it parses).
+func (b *Broker) handleCheckClientConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	var body protocol.CheckClientConfigBody
+	if err := protocol.Decode(req.Body, &body); err != nil {
+		return req.NewResponse(remoting.SystemError, "bad body: "+err.Error())
+	}
+	switch t := body.SubscriptionData.ExpressionType; {
+	case t == protocol.ExpressionSQL92 && b.cfg.EnablePropertyFilter:
+		if _, err := sqlfilter.Parse(body.SubscriptionData.SubString); err != nil {
+			return req.NewResponse(remoting.SubscriptionParseFailed, "parse the SQL92 subscription failed: "+err.Error())
+		}
+	case t != "" && t != protocol.ExpressionTag:
+		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the broker does not support consumer to filter message by %s", t))
+	}
+	return req.NewResponse(remoting.Success, "")
 }

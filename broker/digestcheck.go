@@ -60,22 +60,20 @@ func (rg *raftGroup) proposeDigestChecks(logger hclog.Logger) {
 }
 
 // watchDiverged takes a replica whose digest check failed out of its group, once.
-func (b *Broker) watchDiverged(w *memberWatch) {
-	d := b.raft.fsm.Diverged()
+func (b *Broker) watchDiverged(rp *raftPlace, w *memberWatch) {
+	d := rp.fsm.Diverged()
 	if d == nil || w.divergedHandled {
 		return
 	}
 	w.divergedHandled = true
 	b.logger.Error("this replica diverged from its group: it unregisters, shuts its Raft node down and serves nothing; rebuild it (mqadmin removePeer, delete its data directory, restart with dLegerJoin=true, mqadmin addPeer)",
 		"detail", d.String())
-	if b.role.set(roleUnknown) && b.offsetBatch != nil {
-		b.offsetBatch.drop()
-	}
+	rp.setRole(roleUnknown)
 	b.unregisterAsync()
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		if err := b.raft.node.Shutdown(); err != nil {
+		if err := rp.node.Shutdown(); err != nil {
 			b.logger.Warn("shutting down the diverged replica's raft node", "error", err)
 		}
 	}()

@@ -16,11 +16,6 @@ func IsDiskFailure(err error) bool { return diskfail.Is(err) }
 // leaveOnDiskFailure is what the broker does before the exit: no more writes or registrations
 // (role unknown, as a removed node), then unregister.
 func (b *Broker) leaveOnDiskFailure() {
-	if b.role.set(roleUnknown) && b.offsetBatch != nil {
-		b.offsetBatch.drop()
-	}
-	if b.raft != nil {
-		b.raft.diskFailed.Store(true)
-	}
+	b.place.leave()
 	b.unregisterAll()
 }

@@ -11,10 +11,8 @@ import (
 
 	"rocketraft/broker/meta"
 	"rocketraft/config"
-	"rocketraft/fsm"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
-	"rocketraft/storage"
 	"rocketraft/storage/vfs"
 )
 
@@ -24,16 +22,7 @@ import (
 // served on a real connection so handleSend sees a client address.
 func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	t.Helper()
-	fs := vfs.NewMemFS()
-	fs.SetUsage(&vfs.Usage{Total: 100, Used: used})
-	sc := storage.DefaultConfig("/data/store")
-	sc.FS = fs
-	sc.MappedFileSizeCommitLog = 1 << 20
-	f, err := fsm.New(fsm.Config{Store: sc})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
+	f := memFSM(t, &vfs.Usage{Total: 100, Used: used})
 	topics, err := meta.OpenTopics(filepath.Join(t.TempDir(), "topics.json"), hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -44,10 +33,12 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	cfg := config.NewBroker()
 	cfg.BrokerName = "broker-d"
 	rg := &raftGroup{fsm: f, selfID: "n0", group: "broker-d"}
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), log: rg, raft: rg}
-	b.raft.readCtx, b.raft.stopReads = context.WithCancel(context.Background())
-	t.Cleanup(b.raft.stopReads)
-	b.role.set(roleLeader)
+	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
+	t.Cleanup(rg.stopReads)
+	rp := newRaftPlace(rg, cfg, nil, hclog.NewNullLogger())
+	t.Cleanup(rp.offsetBatch.close)
+	rp.role.set(roleLeader)
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), place: rp, commitLog: rp}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
 	srv.Handle(remoting.SendMessage, b.handleSend)
 	if err := srv.Start(); err != nil {
@@ -107,7 +98,7 @@ func TestDLegerSendRefusedOverDiskRatio(t *testing.T) {
 	}
 
 	b, _ := diskLeader(t, 10)
-	if err := b.raft.checkSpace([][]byte{[]byte("hello")}); err != nil {
+	if err := raftOf(t, b).checkSpace([][]byte{[]byte("hello")}); err != nil {
 		t.Fatalf("space check with room: %v", err)
 	}
 }

@@ -3,14 +3,20 @@
 // transactions (transaction.go; package broker/txn) and administration — over the
 // remoting protocol, and keeps the broker registered with every name server.
 //
-// The broker appends through the CommitLog interface (a local store in classic
-// mode, a Raft group in DLedger mode) and reads from the storage package
-// directly, since every replica's store holds the same committed bytes.
-// Metadata lives in broker/meta and client connections in broker/clients. In
-// DLedger mode topic configs, subscription groups, consumer offsets and
-// orderly-consumption queue locks are Raft entries too (replmeta.go,
-// offsetbatch.go, locks.go): the leader proposes, every node applies, followers
-// forward writes.
+// The mode is decided once, in New: the node's place in its group (place.go) is
+// a classicPlace (a local store, the configured role, metadata changed in its
+// own tables) or a raftPlace (a Raft group, the role Raft decides, metadata
+// changed through the log). The rest of the package asks the place: append,
+// acquire the store for reads, make a metadata change, role, brokerId,
+// writable. Reads go to the storage package directly, since every replica's
+// store holds the same committed bytes. The metadata tables live in broker/meta
+// and client connections in broker/clients; every change of the tables (topic
+// configs, subscription groups, consumer offsets, queue locks, POP state, the
+// delay scheduler's progress) goes through place.change or place.deliver and
+// ends in one applier (metachange.go). In DLedger mode the leader proposes,
+// every node applies, followers forward writes (forward.go).
+//
+// The request table, with the file that handles each code, is handlers.go.
 //
 // Lock order: Broker.metaMu (one of its name locks, held while a topic or group proposal
 // commits; never two at once) ->

@@ -93,8 +93,8 @@ func (c *leaderAddrCache) forget() {
 // leaderBrokerAddr returns the current Raft leader's broker address, or "" when no leader is
 // known or the name servers do not show one other than this node yet.
 func (b *Broker) leaderBrokerAddr(ctx context.Context) string {
-	id, _ := b.raft.node.Leader()
-	if id == "" || id == b.raft.selfID {
+	id, self := b.place.leaderID()
+	if id == "" || id == self {
 		return ""
 	}
 	now := time.Now()
@@ -161,12 +161,12 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 // returns nil when this node is, or becomes, the leader, and for reads whenever the leader gave
 // no answer.
 func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
-	if b.raft == nil || req.Ext(extForwarded) != "" {
+	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	deadline := time.Now().Add(forwardWait)
 	for {
-		if b.role.get() == roleLeader {
+		if b.place.decides() {
 			return nil
 		}
 		resp := b.forward(conn, req, read)
@@ -196,7 +196,7 @@ func (b *Broker) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoti
 }
 
 func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
-	if b.raft == nil || req.Ext(extForwarded) != "" {
+	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
@@ -206,7 +206,7 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 		return nil
 	}
 	ext := copyExt(req.ExtFields)
-	ext[extForwarded] = b.raft.selfID
+	_, ext[extForwarded] = b.place.leaderID()
 	ext[extBornHost] = conn.RemoteAddr()
 	fwd := remoting.NewRequest(req.Code, ext, req.Body)
 	c, err := b.fwdClient.Conn(ctx, addr)
@@ -246,11 +246,11 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 // this node to step down, then forwards; nil means it is still the leader (a transfer that
 // failed) or no leader took it, and the caller answers SERVICE_NOT_AVAILABLE.
 func (b *Broker) forwardUnproposed(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.raft == nil || req.Ext(extForwarded) != "" {
+	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	deadline := time.Now().Add(forwardWait)
-	for b.role.get() == roleLeader {
+	for b.place.decides() {
 		if time.Now().After(deadline) {
 			return nil
 		}

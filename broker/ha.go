@@ -14,18 +14,17 @@ import (
 )
 
 // isClassicSlave: brokerRole=SLAVE outside DLedger mode.
-func (b *Broker) isClassicSlave() bool {
-	return b.raft == nil && b.cfg.BrokerRole == config.RoleSlave
-}
+func (b *Broker) isClassicSlave() bool { return b.place.haPart() == haSlave }
 
-// newReplication builds the replication service for this broker's role (New calls it once the
-// metadata tables are open, before the store: the store's dispatch callback notifies it).
-func (b *Broker) newReplication() *replication.Service {
+// newReplication builds the replication service for this node's part in classic HA (part, from
+// the place decided in New; it is called once the metadata tables are open, before the store:
+// the store's dispatch callback notifies it).
+func (b *Broker) newReplication(part haPart) *replication.Service {
 	role := replication.Master
 	switch {
-	case b.cfg.EnableDLegerCommitLog:
+	case part == haWhileLeader:
 		role = replication.GroupMember
-	case b.cfg.BrokerRole == config.RoleSlave:
+	case part == haSlave:
 		role = replication.Slave
 	case b.cfg.BrokerRole == config.RoleSyncMaster:
 		role = replication.SyncMaster

@@ -67,11 +67,11 @@ func (b *Broker) httpHandler() http.Handler {
 			status["storeError"] = err.Error()
 		}
 		b.addStatusLists(status) // statuspage.go: topics, consumer groups and lag
-		if b.raft != nil {
+		if rp, err := b.place.raft(); err == nil {
 			// The same record mqadmin raftStatus gets over remoting.
-			status["raftStatus"] = b.raftStatus()
-			status["raft"] = b.raft.node.Status()
-			status["batcher"] = b.raft.batcher.Stats()
+			status["raftStatus"] = b.raftStatus(rp)
+			status["raft"] = rp.node.Status()
+			status["batcher"] = rp.batcher.Stats()
 		}
 		_ = json.NewEncoder(w).Encode(status)
 	})

@@ -2,7 +2,7 @@ package broker
 
 // LOCK_BATCH_MQ (41) / UNLOCK_BATCH_MQ (42): orderly consumption's queue locks.
 //
-// Classic mode keeps RocketMQ's broker-local table: a queue is granted if free, already held by
+// Classic mode keeps RocketMQ's broker-local table (its place applies each change at once): a queue is granted if free, already held by
 // the requester, or its holder has not re-locked for lockMaxLiveTime (60 s); the client believes
 // it holds a lock for 30 s after its last successful LOCK and re-locks every 20 s.
 //
@@ -58,15 +58,9 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
-	mqs := b.ownQueues(body.MqSet)
-	var locked []protocol.MessageQueue
-	if b.replicated() {
-		var err error
-		if locked, err = b.lockReplicated(body.ConsumerGroup, body.ClientID, mqs); err != nil {
-			return metaErrorResponse(req, "lock queues", err)
-		}
-	} else {
-		locked = b.clients.LockBatch(body.ConsumerGroup, body.ClientID, mqs, time.Now())
+	locked, err := b.lockQueues(body.ConsumerGroup, body.ClientID, b.ownQueues(body.MqSet))
+	if err != nil {
+		return metaErrorResponse(req, "lock queues", err)
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.Body = protocol.MustEncode(protocol.LockBatchResponseBody{LockOKMQSet: locked})
@@ -88,10 +82,6 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 		return fwd
 	}
 	mqs := b.ownQueues(body.MqSet)
-	if !b.replicated() {
-		b.clients.UnlockBatch(body.ConsumerGroup, body.ClientID, mqs)
-		return req.NewResponse(remoting.Success, "")
-	}
 	b.lockMu.Lock()
 	defer b.lockMu.Unlock()
 	if mqs = b.clients.HeldBy(body.ConsumerGroup, body.ClientID, mqs); len(mqs) == 0 {
@@ -100,19 +90,20 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
 	defer cancel()
 	op := &fsm.MetaOp{Op: fsm.OpUnlockQueues, Lock: &fsm.QueueLock{Group: body.ConsumerGroup, ClientID: body.ClientID, Queues: mqs}}
-	if err := b.proposeMeta(ctx, op); err != nil {
+	if err := b.place.change(ctx, op); err != nil {
 		return metaErrorResponse(req, "unlock queues", err)
 	}
 	return req.NewResponse(remoting.Success, "")
 }
 
-// lockReplicated decides and replicates a LOCK_BATCH_MQ on the DLedger leader (see the file
-// comment) and returns the queues the client now holds.
-func (b *Broker) lockReplicated(group, clientID string, mqs []protocol.MessageQueue) ([]protocol.MessageQueue, error) {
+// lockQueues decides a LOCK_BATCH_MQ and makes the grant happen through the place (see the file
+// comment) and returns the queues the client now holds. A classic node's leaderSince is the
+// zero time, so it always takes over expired locks, as RocketMQ's broker-local table does.
+func (b *Broker) lockQueues(group, clientID string, mqs []protocol.MessageQueue) ([]protocol.MessageQueue, error) {
 	b.lockMu.Lock()
 	defer b.lockMu.Unlock()
 	now := time.Now()
-	takeOver := now.Sub(b.leaderSince()) > b.clients.LockExpiry()
+	takeOver := now.Sub(b.place.leaderSince()) > b.clients.LockExpiry()
 	grant := b.clients.Lockable(group, clientID, mqs, now, takeOver)
 	if len(grant) == 0 {
 		return grant, nil
@@ -120,19 +111,10 @@ func (b *Broker) lockReplicated(group, clientID string, mqs []protocol.MessageQu
 	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
 	defer cancel()
 	op := &fsm.MetaOp{Op: fsm.OpLockQueues, Now: now.UnixMilli(), Lock: &fsm.QueueLock{Group: group, ClientID: clientID, Queues: grant}}
-	if err := b.proposeMeta(ctx, op); err != nil {
+	if err := b.place.change(ctx, op); err != nil {
 		return nil, err
 	}
 	return grant, nil
-}
-
-// leaderSince is when this node last became the ready leader (zero time if never).
-func (b *Broker) leaderSince() time.Time {
-	ns := b.leaderAt.Load()
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
 }
 
 // refuseLockNames checks the group and every queue's topic of a LOCK/UNLOCK_BATCH_MQ (names.go).

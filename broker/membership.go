@@ -104,28 +104,28 @@ type memberWatch struct {
 	divergedHandled bool // watchDiverged took this node out
 }
 
-func newMemberWatch(b *Broker) *memberWatch {
-	return &memberWatch{joining: !b.raft.node.Membership().Configured}
+func newMemberWatch(rp *raftPlace) *memberWatch {
+	return &memberWatch{joining: !rp.node.Membership().Configured}
 }
 
 // watchMembership runs on watchRole's ticks: removal and re-admission, and catch-up logging.
-func (b *Broker) watchMembership(w *memberWatch, now time.Time) {
+func (b *Broker) watchMembership(rp *raftPlace, w *memberWatch, now time.Time) {
 	if now.Before(w.next) {
 		return
 	}
 	w.next = now.Add(membershipCheckInterval)
-	b.watchDiverged(w)
+	b.watchDiverged(rp, w)
 	if w.divergedHandled {
 		return
 	}
-	m := b.raft.node.Membership()
-	b.checkRemoved(w, m, now)
-	b.logCatchUp(w, m, now)
+	m := rp.node.Membership()
+	b.checkRemoved(rp, w, m, now)
+	b.logCatchUp(rp, w, m, now)
 }
 
 // checkRemoved notices this node's removal from (and return to) the configuration.
-func (b *Broker) checkRemoved(w *memberWatch, m dledger.Membership, now time.Time) {
-	rg := b.raft
+func (b *Broker) checkRemoved(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
+	rg := rp
 	if rg.removed.Load() {
 		if m.Voter || (m.LeaderID != "" && m.LeaderID != rg.selfID) {
 			rg.removed.Store(false)
@@ -144,9 +144,7 @@ func (b *Broker) checkRemoved(w *memberWatch, m dledger.Membership, now time.Tim
 	}
 	rg.removed.Store(true)
 	w.removedAt, w.reUnregistered = now, false
-	if b.role.set(roleUnknown) && b.offsetBatch != nil {
-		b.offsetBatch.drop()
-	}
+	rp.setRole(roleUnknown)
 	b.logger.Warn("this node was removed from the Raft group: it is not a voter in the latest configuration and no leader has contacted it since; "+
 		"it unregisters from the name servers, registers nothing and serves no writes from now on, and keeps running so that it can be added back "+
 		"(mqadmin addPeer with the same id); stop it if it is retired",
@@ -166,13 +164,13 @@ func (b *Broker) unregisterAsync() {
 
 // logCatchUp logs how a follower that is behind catches up, and when a joining node first
 // hears from the leader and has caught up.
-func (b *Broker) logCatchUp(w *memberWatch, m dledger.Membership, now time.Time) {
-	r := b.raft.node.Raft()
+func (b *Broker) logCatchUp(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
+	r := rp.node.Raft()
 	applied, commit := r.AppliedIndex(), r.CommitIndex()
 	if w.joining {
-		b.logJoining(w, m, applied, commit, now)
+		b.logJoining(rp, w, m, applied, commit, now)
 	}
-	if b.role.get() == roleLeader {
+	if rp.role.get() == roleLeader {
 		w.behindSince = time.Time{}
 		return
 	}
@@ -204,7 +202,7 @@ func (b *Broker) logCatchUp(w *memberWatch, m dledger.Membership, now time.Time)
 // logJoining logs a joining node's first contact from the leader and, once its applied index
 // is within catchUpLag of the leader's commit index (asked of the leader itself: a follower's
 // own commit index only covers the entries it has received), the time the catch-up took.
-func (b *Broker) logJoining(w *memberWatch, m dledger.Membership, applied, commit uint64, now time.Time) {
+func (b *Broker) logJoining(rp *raftPlace, w *memberWatch, m dledger.Membership, applied, commit uint64, now time.Time) {
 	if w.joinedAt.IsZero() {
 		if !m.Configured && m.LeaderID == "" {
 			return
@@ -213,7 +211,7 @@ func (b *Broker) logJoining(w *memberWatch, m dledger.Membership, applied, commi
 		b.logger.Info("joining: the leader has added this node; catching up from its snapshot and log", "leader", m.LeaderID, "appliedIndex", applied)
 		return
 	}
-	if commit == 0 || now.Before(w.nextLeaderAsk) || b.role.get() == roleLeader {
+	if commit == 0 || now.Before(w.nextLeaderAsk) || rp.role.get() == roleLeader {
 		return
 	}
 	w.nextLeaderAsk = now.Add(time.Second)
@@ -249,7 +247,7 @@ func (b *Broker) commitLogMax() int64 {
 
 // preferredLeaderLoop hands leadership to preferredLeaderId whenever this node is the ready
 // leader and the preferred node is healthy and caught up (see the file comment).
-func (b *Broker) preferredLeaderLoop() {
+func (b *Broker) preferredLeaderLoop(rp *raftPlace) {
 	defer b.wg.Done()
 	want := b.cfg.PreferredLeaderID
 	t := time.NewTimer(preferredCheckInterval)
@@ -269,12 +267,12 @@ func (b *Broker) preferredLeaderLoop() {
 		case <-t.C:
 		}
 		next := preferredCheckInterval
-		if b.role.get() != roleLeader || b.raft.excluded() {
+		if rp.role.get() != roleLeader || rp.excluded() {
 			healthy = 0
 			t.Reset(next)
 			continue
 		}
-		err := b.checkPreferred(&addr)
+		err := b.checkPreferred(rp, &addr)
 		switch {
 		case err != nil:
 			if healthy > 0 {
@@ -285,7 +283,7 @@ func (b *Broker) preferredLeaderLoop() {
 			healthy++
 		default:
 			healthy = 0
-			if err := b.transferToPreferred(want); err != nil {
+			if err := b.transferToPreferred(rp, want); err != nil {
 				backoff = min(max(2*backoff, preferredBackoffMin), preferredBackoffMax)
 				next = backoff
 				b.logger.Warn("leadership transfer to the preferred leader failed; backing off", "preferredLeaderId", want, "retryIn", backoff, "error", err)
@@ -306,12 +304,12 @@ func (b *Broker) preferredLeaderLoop() {
 }
 
 // transferToPreferred hands leadership to id and logs the outcome.
-func (b *Broker) transferToPreferred(id string) error {
+func (b *Broker) transferToPreferred(rp *raftPlace, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), preferredTransferWait)
 	defer cancel()
 	start := time.Now()
 	b.logger.Info("handing leadership to the preferred leader: it is a voter, reachable and caught up", "preferredLeaderId", id)
-	if err := b.raft.node.TransferLeadership(ctx, id); err != nil {
+	if err := rp.node.TransferLeadership(ctx, id); err != nil {
 		return fmt.Errorf("transfer leadership to preferredLeaderId %s: %w", id, err)
 	}
 	b.logger.Info("leadership handed to the preferred leader", "preferredLeaderId", id, "took", time.Since(start).Round(time.Millisecond))
@@ -323,9 +321,9 @@ var errPreferredNotFound = errors.New("the preferred leader is not registered (o
 
 // checkPreferred reports why the preferred node should not take over now (nil: it may). *addr
 // caches the preferred node's broker address between checks.
-func (b *Broker) checkPreferred(addr *string) error {
+func (b *Broker) checkPreferred(rp *raftPlace, addr *string) error {
 	want := b.cfg.PreferredLeaderID
-	st := b.raft.node.Status()
+	st := rp.node.Status()
 	voter := false
 	for _, p := range st.Configuration {
 		voter = voter || (p.ID == want && p.Suffrage == "Voter")
@@ -343,7 +341,7 @@ func (b *Broker) checkPreferred(addr *string) error {
 	}
 	if rs == nil {
 		*addr = ""
-		a, s, err := b.findPreferred(ctx, want)
+		a, s, err := b.findPreferred(ctx, rp, want)
 		if err != nil {
 			return err
 		}
@@ -373,9 +371,9 @@ func judgePreferred(rs *protocol.RaftStatus, leader dledger.Status, heartbeat ti
 
 // findPreferred looks for the node answering as want among this broker name's registered
 // addresses: first under the brokerId its dLegerPeers position gives it, then the others.
-func (b *Broker) findPreferred(ctx context.Context, want string) (string, *protocol.RaftStatus, error) {
+func (b *Broker) findPreferred(ctx context.Context, rp *raftPlace, want string) (string, *protocol.RaftStatus, error) {
 	guess := int64(-1)
-	for i, p := range b.raft.peers {
+	for i, p := range rp.peers {
 		if p.ID == want {
 			guess = int64(i) + 1
 		}

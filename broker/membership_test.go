@@ -32,7 +32,7 @@ func TestDLegerJoinRemoveRejoin(t *testing.T) {
 	waitRole(t, b0, roleLeader)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := b0.log.Append(ctx, [][]byte{testRecord(t, "T", "before-join")}); err != nil {
+	if _, err := b0.commitLog.Append(ctx, [][]byte{testRecord(t, "T", "before-join")}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -41,11 +41,11 @@ func TestDLegerJoinRemoveRejoin(t *testing.T) {
 	b1 := startDLeger(t, cfg1)
 	defer b1.Close()
 	time.Sleep(300 * time.Millisecond) // several role polls: nothing may happen without the leader
-	if m := b1.raft.node.Membership(); m.Configured || b1.role.get() != roleUnknown {
-		t.Fatalf("joiner before AddVoter: %+v role %d", m, b1.role.get())
+	if m := raftOf(t, b1).node.Membership(); m.Configured || raftOf(t, b1).role.get() != roleUnknown {
+		t.Fatalf("joiner before AddVoter: %+v role %d", m, raftOf(t, b1).role.get())
 	}
 
-	if err := b0.raft.node.AddVoter(ctx, "n1", a1); err != nil {
+	if err := raftOf(t, b0).node.AddVoter(ctx, "n1", a1); err != nil {
 		t.Fatal(err)
 	}
 	waitRole(t, b1, roleFollower)
@@ -54,24 +54,24 @@ func TestDLegerJoinRemoveRejoin(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "n1 applies the group's data", func() bool { off, _ := b1.queueMaxOffset("T", 0); return off == 1 })
 
-	if err := b0.raft.node.RemoveVoter(ctx, "n1"); err != nil {
+	if err := raftOf(t, b0).node.RemoveVoter(ctx, "n1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "n1 notices its removal", func() bool { return b1.raft.removed.Load() })
-	if b1.role.get() != roleUnknown {
-		t.Fatalf("removed n1 has role %d", b1.role.get())
+	waitFor(t, 10*time.Second, "n1 notices its removal", func() bool { return raftOf(t, b1).removed.Load() })
+	if raftOf(t, b1).role.get() != roleUnknown {
+		t.Fatalf("removed n1 has role %d", raftOf(t, b1).role.get())
 	}
 	if ok, remark := b1.writable(); ok || !strings.Contains(remark, "removed") {
 		t.Fatalf("removed n1: writable=%v %q", ok, remark)
 	}
-	if _, err := b0.log.Append(ctx, [][]byte{testRecord(t, "T", "after-remove")}); err != nil {
+	if _, err := b0.commitLog.Append(ctx, [][]byte{testRecord(t, "T", "after-remove")}); err != nil {
 		t.Fatalf("append with one voter left: %v", err)
 	}
 
-	if err := b0.raft.node.AddVoter(ctx, "n1", a1); err != nil {
+	if err := raftOf(t, b0).node.AddVoter(ctx, "n1", a1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "n1 a member again", func() bool { return !b1.raft.removed.Load() && b1.role.get() == roleFollower })
+	waitFor(t, 10*time.Second, "n1 a member again", func() bool { return !raftOf(t, b1).removed.Load() && raftOf(t, b1).role.get() == roleFollower })
 	waitFor(t, 10*time.Second, "n1 applies what it missed", func() bool { off, _ := b1.queueMaxOffset("T", 0); return off == 2 })
 }
 

@@ -45,16 +45,15 @@ type brokerMetrics struct {
 	apply    *metrics.Histogram // DLedger mode: Raft append latency on the leader
 }
 
-// newBrokerMetrics builds the registry and, in DLedger mode, wraps b.log to time appends. New
+// newBrokerMetrics builds the registry and, in DLedger mode, wraps b.commitLog to time appends. New
 // calls it once the commitlog is open.
 func newBrokerMetrics(b *Broker) *brokerMetrics {
 	m := &brokerMetrics{
 		registry: metrics.NewRegistry(metrics.Identity{Cluster: b.cfg.BrokerClusterName, NodeType: metrics.NodeTypeBroker, NodeID: b.cfg.BrokerName}),
 		rpc:      metrics.NewRPC(),
 	}
-	if b.raft != nil {
-		m.apply = metrics.NewHistogram(metrics.ApplyLatencyBuckets)
-		b.log = timedCommitLog{b.log, m.apply}
+	if m.apply = b.place.newApplyHistogram(); m.apply != nil { // DLedger mode
+		b.commitLog = timedCommitLog{b.commitLog, m.apply}
 	}
 	if err := m.registry.Register(m.rpc, &brokerCollector{b: b, m: m}); err != nil {
 		panic("broker metrics: " + err.Error()) // duplicate descriptors: a programming error

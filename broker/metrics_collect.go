@@ -231,10 +231,11 @@ func queueStoreTime(st *storage.Store, topic string, qid int32, offset int64) in
 
 // collectRaft reports the node's Raft state (DLedger mode only).
 func (c *brokerCollector) collectRaft(e metrics.Emitter) {
-	if c.b.raft == nil {
+	rp, err := c.b.place.raft()
+	if err != nil {
 		return
 	}
-	node := c.b.raft.node
+	node := rp.node
 	s := node.Status()
 	g, p := s.Group, s.ID
 	e.Gauge(descRaftTerm, float64(s.Term), g, p)
@@ -253,11 +254,11 @@ func (c *brokerCollector) collectRaft(e metrics.Emitter) {
 	}
 	e.Gauge(descRaftLeaderless, float64(since), g, p)
 	diverged := 0.0
-	if c.b.raft.fsm.Diverged() != nil {
+	if rp.fsm.Diverged() != nil {
 		diverged = 1
 	}
 	e.Gauge(descRaftDiverged, diverged, g, p)
-	e.Gauge(descRaftChecked, float64(c.b.raft.fsm.CheckedIndex()), g, p)
+	e.Gauge(descRaftChecked, float64(rp.fsm.CheckedIndex()), g, p)
 	if c.m.apply != nil {
 		e.Histogram(descRaftApply, c.m.apply, g, p)
 	}

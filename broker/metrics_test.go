@@ -148,7 +148,7 @@ func TestBrokerCollectorClassic(t *testing.T) {
 	for range 5 {
 		recs = append(recs, recordAt(t, "T", 0, old, ""))
 	}
-	if _, err := b.log.Append(context.Background(), recs); err != nil {
+	if _, err := b.commitLog.Append(context.Background(), recs); err != nil {
 		t.Fatal(err)
 	}
 	b.offsets.Commit("G", "T", 0, 2)
@@ -205,7 +205,7 @@ func TestBrokerCollectorRaft(t *testing.T) {
 	b := startDLeger(t, cfg)
 	defer b.Close()
 	waitRole(t, b, roleLeader)
-	if _, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", "a")}); err != nil {
+	if _, err := b.commitLog.Append(context.Background(), [][]byte{testRecord(t, "T", "a")}); err != nil {
 		t.Fatal(err)
 	}
 	g := gather(t, b)

@@ -2,14 +2,14 @@ package broker
 
 // Name validation on every path that records a group or topic name.
 //
-// The admin commands (UPDATE_AND_CREATE_TOPIC, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.go)
-// check names with message.ValidateTopic and message.ValidateGroup. Every other request that
+// The admin commands (UPDATE_AND_CREATE_TOPIC in handle_topics.go,
+// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP in handle_groups.go) check names with message.ValidateTopic and message.ValidateGroup. Every other request that
 // creates or stores a name — heartbeats (client tables, auto-created groups and %RETRY% topics),
 // offset commits and queries, send-back (%RETRY%/%DLQ% topics derived from the group), pulls and
 // POP (auto-created groups, POP state), lock/unlock (lock table) and offset resets — checks its
 // names with the same functions before doing anything, and answers INVALID_PARAMETER (29)
 // naming the field. The helpers that write the tables (ensureTopic, createTopicFromDefault,
-// groupOrCreate, commitOffset in replmeta.go) check again, so a path added later without its
+// groupOrCreate, commitOffset in metachange.go) check again, so a path added later without its
 // own check still cannot store a bad name.
 
 import (

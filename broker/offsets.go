@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 
+	"rocketraft/fsm"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
@@ -23,10 +24,8 @@ const hotDataWindow = 4 << 30
 // a value a failover could take back; a follower asks the leader (waiting up to forwardWait for
 // one) and answers from its replicated table only when no leader answers.
 func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.replicated() && !b.isLeader() {
-		if fwd := b.forwardRead(conn, req); fwd != nil {
-			return fwd
-		}
+	if fwd := b.forwardRead(conn, req); fwd != nil { // nil on a classic node and on the leader
+		return fwd
 	}
 	resp := req.NewResponse(remoting.Success, "")
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
@@ -37,10 +36,7 @@ func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Co
 	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
 		return bad
 	}
-	off, ok := b.committedOffset(group, topic, qid)
-	if b.replicated() {
-		off, ok = b.replicatedOffset(group, topic, qid)
-	}
+	off, ok := b.place.queryOffset(group, topic, qid)
 	if ok && off >= 0 {
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
@@ -85,36 +81,35 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
 		return fwd
 	}
-	if req.Ext(extForwarded) != "" && b.replicated() && b.isLeader() {
-		// Forwarded by a follower the client still took for its master: one hop longer than
-		// the client's direct requests to the new leader, so a stale persist can arrive after
-		// a newer pull commit and would move the queue back (the fault lab saw drops of 1-2 on
-		// every queue after leader changes). It only moves forward; a deliberate reset comes
-		// through the broker's own reset or straight to the leader.
-		seq, queued := b.offsetBatch.commitAheadSeq(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
-		if queued && !req.IsOneway() {
-			ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
-			defer cancel()
-			if err := b.offsetBatch.waitCommitted(ctx, seq); err != nil {
-				return req.NewResponse(remoting.SystemError, err.Error())
-			}
-		}
+	if !b.validOffsetNames(group, topic) {
 		return req.NewResponse(remoting.Success, "")
 	}
-	if b.replicated() && b.isLeader() && !req.IsOneway() {
-		var seq uint64
-		if !b.commitOrder.apply(offsetKey{group, topic, qid}, originOf(conn, req), func() { seq = b.offsetBatch.commit(group, topic, qid, off) }) {
-			// A later request of this client already committed the queue: this one is superseded.
-			return req.NewResponse(remoting.Success, "")
-		}
+	// A request a follower forwarded (one hop longer than the client's direct requests to the new
+	// leader) only moves the offset forward: a stale persist can arrive after a newer pull
+	// commit and would move the queue back (the fault lab saw drops of 1-2 on every queue after
+	// leader changes). A deliberate reset comes through the broker's own reset or straight to
+	// the leader. A client's own request is dropped when a later request of the same connection
+	// already committed the queue (commitOrder). Unless oneway, the answer waits until the commit
+	// is durable (DLedger: its entry applied), so an acknowledged commit survives a failover.
+	forwarded := req.Ext(extForwarded) != ""
+	origin := originOf(conn, req)
+	if forwarded {
+		origin = commitOrigin{} // the follower's connection orders nothing of the client's
+	}
+	var wait func(context.Context) error
+	if !b.commitOrder.apply(offsetKey{group, topic, qid}, origin, func() {
+		wait = b.place.commitOffset(fsm.OffsetCommit{Group: group, Topic: topic, QueueID: qid, Offset: off}, forwarded)
+	}) {
+		// A later request of this client already committed the queue: this one is superseded.
+		return req.NewResponse(remoting.Success, "")
+	}
+	if !req.IsOneway() {
 		ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
 		defer cancel()
-		if err := b.offsetBatch.waitCommitted(ctx, seq); err != nil {
+		if err := wait(ctx); err != nil {
 			return req.NewResponse(remoting.SystemError, err.Error())
 		}
-		return req.NewResponse(remoting.Success, "")
 	}
-	b.commitOffsetFrom(originOf(conn, req), group, topic, qid, off)
 	return req.NewResponse(remoting.Success, "")
 }
 
@@ -143,26 +138,26 @@ func (b *Broker) queueOffsetHandler(lookup func(st *storage.Store, topic string,
 	}
 }
 
-func (b *Broker) registerOffsetHandlers(s *remoting.Server) {
-	// In order: a client reads back the offset it has just committed (the Go client does when it
-	// applies a reset), and a oneway update must not be overtaken by that query.
-	s.HandleInOrder(remoting.QueryConsumerOffset, b.handleQueryConsumerOffset)
-	s.HandleInOrder(remoting.UpdateConsumerOffset, b.handleUpdateConsumerOffset)
-	s.Handle(remoting.GetMaxOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
-	}))
-	s.Handle(remoting.GetMinOffset, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "offset", strconv.FormatInt(st.MinOffset(t, q), 10), nil
-	}))
-	s.Handle(remoting.GetEarliestMsgStoreTime, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
-		return "timestamp", strconv.FormatInt(st.EarliestMsgStoreTime(t, q), 10), nil
-	}))
-	s.Handle(remoting.SearchOffsetByTimestamp, b.queueOffsetHandler(func(st *storage.Store, t string, q int32, req *remoting.Command) (string, string, error) {
-		ts, err := req.ExtInt64("timestamp")
-		if err != nil {
-			return "", "", err
-		}
-		upper := req.Ext("boundaryType") == "upper"
-		return "offset", strconv.FormatInt(st.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
-	}))
+// The per-queue lookups served through queueOffsetHandler (handlers.go): GET_MAX_OFFSET,
+// GET_MIN_OFFSET, GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP.
+
+func lookupMaxOffset(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "offset", strconv.FormatInt(st.MaxOffset(t, q), 10), nil
+}
+
+func lookupMinOffset(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "offset", strconv.FormatInt(st.MinOffset(t, q), 10), nil
+}
+
+func lookupEarliestStoreTime(st *storage.Store, t string, q int32, _ *remoting.Command) (string, string, error) {
+	return "timestamp", strconv.FormatInt(st.EarliestMsgStoreTime(t, q), 10), nil
+}
+
+func lookupOffsetByTimestamp(st *storage.Store, t string, q int32, req *remoting.Command) (string, string, error) {
+	ts, err := req.ExtInt64("timestamp")
+	if err != nil {
+		return "", "", err
+	}
+	upper := req.Ext("boundaryType") == "upper"
+	return "offset", strconv.FormatInt(st.SearchOffsetByTimestamp(t, q, ts, upper), 10), nil
 }

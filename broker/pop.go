@@ -44,12 +44,8 @@ import (
 	"rocketraft/storage"
 )
 
-// POP request and response codes.
+// POP limits and markers (the request codes are remoting.PopMessage and its family).
 const (
-	codePopMessage                  = remoting.PopMessage
-	codeAckMessage                  = remoting.AckMessage
-	codeChangeInvisibleTime         = remoting.ChangeMessageInvisibleTime
-	respPollingTimeout              = remoting.PollingTimeout
 	popMaxMsgNums                   = 32 // RocketMQ's limit per POP
 	popPollInterval                 = 50 * time.Millisecond
 	popForwardedPollLimit           = 3 * time.Second // under forwardTimeout
@@ -58,13 +54,6 @@ const (
 	popMaxInvisibleTimeMillis int64 = 24 * 3600 * 1000
 	popOrderReviveQid               = 999999 // RocketMQ's reviveQid marking an orderly POP's checkpoint
 )
-
-func (b *Broker) registerPopHandlers(s *remoting.Server) {
-	s.Handle(codePopMessage, b.handlePopMessage)
-	s.Handle(codeAckMessage, b.handleAckMessage)
-	s.Handle(codeChangeInvisibleTime, b.handleChangeInvisibleTime)
-	s.Handle(remoting.BatchAckMessage, b.handleBatchAck) // batchack.go
-}
 
 // popRequest is a parsed POP_MESSAGE header.
 type popRequest struct {
@@ -152,7 +141,7 @@ func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *r
 	}
 	now := time.Now().UnixMilli()
 	if p.bornTime > 0 && now-p.bornTime-p.pollTime > popBornTimeSlack {
-		return req.NewResponse(respPollingTimeout, "POLLING_TIMEOUT: the request is older than its pollTime")
+		return req.NewResponse(remoting.PollingTimeout, "POLLING_TIMEOUT: the request is older than its pollTime")
 	}
 	queues, resp := b.popQueues(req, p)
 	if resp != nil {

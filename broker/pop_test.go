@@ -69,6 +69,7 @@ func TestPopClassicPersist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.pop = s // a change reaches the broker's POP state through its place
 	op := &fsm.MetaOp{Op: fsm.OpPopMessages, Now: 1, Pop: &fsm.PopOp{Group: "G", Topic: "T", Next: 2, Offsets: []int64{0, 1}, PopTime: 1, InvisibleTime: 10}}
 	if err := s.commit(op); err != nil {
 		t.Fatal(err)

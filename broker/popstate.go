@@ -52,13 +52,9 @@ func newPopService(b *Broker, configDir string, classic bool) (*popService, erro
 	return s, nil
 }
 
-// commit makes op happen: through Raft in DLedger mode, directly in classic mode.
-func (s *popService) commit(op *fsm.MetaOp) error {
-	if s.b.replicated() {
-		return s.b.proposeMetaTimeout(op)
-	}
-	return s.apply(op)
-}
+// commit makes op happen through the place: through Raft in DLedger mode, directly in classic
+// mode (both end in apply, through Broker.applyChange).
+func (s *popService) commit(op *fsm.MetaOp) error { return s.b.changeMeta(op) }
 
 // apply changes the table; every replica calls it with the same ops in the same order.
 func (s *popService) apply(op *fsm.MetaOp) error {

@@ -53,7 +53,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		return fail(remoting.NoPermission, "subscription group no permission, "+p.ConsumerGroup)
 	}
 	tc := b.topics.Get(p.Topic)
-	if tc == nil && (b.raft != nil || b.isClassicSlave()) && p.QueueID >= 0 {
+	if tc == nil && b.place.haPart() != haMaster && p.QueueID >= 0 {
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
 		// The replica's store is authoritative for what can be read. Likewise on a classic slave,

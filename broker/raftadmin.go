@@ -35,13 +35,6 @@ const (
 	raftAdminMaxTimeout     = 60 * time.Second
 )
 
-func (b *Broker) registerRaftAdminHandlers(s *remoting.Server) {
-	s.Handle(remoting.GetRaftStatus, b.handleGetRaftStatus)
-	s.Handle(remoting.TransferRaftLeader, b.raftAdminGuard(b.handleTransferRaftLeader))
-	s.Handle(remoting.AddRaftPeer, b.raftAdminGuard(b.handleAddRaftPeer))
-	s.Handle(remoting.RemoveRaftPeer, b.raftAdminGuard(b.handleRemoveRaftPeer))
-}
-
 // raftAdminGuard refuses the Raft membership and leadership changes with NO_PERMISSION when ACL
 // is off, unless allowUnauthenticatedRaftAdmin is set: without ACL nobody is authenticated, and
 // an ADD_RAFT_PEER from anyone would make their node a voter that receives the whole log. With
@@ -49,7 +42,7 @@ func (b *Broker) registerRaftAdminHandlers(s *remoting.Server) {
 // node a request reaches and again on the leader a follower forwards it to.
 func (b *Broker) raftAdminGuard(h remoting.Handler) remoting.Handler {
 	return func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-		if b.raft != nil && b.acl == nil && !b.cfg.AllowUnauthenticatedRaftAdmin {
+		if _, err := b.place.raft(); err == nil && b.acl == nil && !b.cfg.AllowUnauthenticatedRaftAdmin {
 			b.logger.Warn("Raft administration refused: ACL is off", "code", req.Code, "remote", conn.RemoteAddr())
 			return req.NewResponse(remoting.NoPermission, "Raft membership and leadership changes need aclEnable=true and an admin account, "+
 				"or allowUnauthenticatedRaftAdmin=true on every node of the group (broker "+b.cfg.BrokerName+" at "+b.brokerAddr+")")
@@ -65,8 +58,8 @@ func (b *Broker) notRaft(req *remoting.Command) *remoting.Command {
 }
 
 // raftStatus assembles this node's RaftStatus.
-func (b *Broker) raftStatus() protocol.RaftStatus {
-	st := b.raft.node.Status()
+func (b *Broker) raftStatus(rp *raftPlace) protocol.RaftStatus {
+	st := rp.node.Status()
 	now := time.Now()
 	rs := protocol.RaftStatus{
 		Group:            st.Group,
@@ -103,11 +96,11 @@ func (b *Broker) raftStatus() protocol.RaftStatus {
 	for _, p := range st.Configuration {
 		rs.Peers = append(rs.Peers, protocol.RaftPeer{ID: p.ID, Addr: p.Addr, Suffrage: p.Suffrage})
 	}
-	if idx, sum, ok := b.raft.fsm.Digest(); ok {
+	if idx, sum, ok := rp.fsm.Digest(); ok {
 		rs.DigestIndex, rs.Digest = idx, fmt.Sprintf("%016x", sum)
 	}
-	rs.DigestCheckedIndex = b.raft.fsm.CheckedIndex()
-	if d := b.raft.fsm.Diverged(); d != nil {
+	rs.DigestCheckedIndex = rp.fsm.CheckedIndex()
+	if d := rp.fsm.Diverged(); d != nil {
 		rs.Role = protocol.RaftDiverged
 		rs.Diverged = &protocol.RaftDivergence{
 			Index: d.Index, CheckIndex: d.CheckIndex, CheckTerm: d.CheckTerm,
@@ -119,10 +112,11 @@ func (b *Broker) raftStatus() protocol.RaftStatus {
 }
 
 func (b *Broker) handleGetRaftStatus(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if b.raft == nil {
+	rp, err := b.place.raft()
+	if err != nil {
 		return b.notRaft(req)
 	}
-	return b.jsonResponse(req, b.raftStatus())
+	return b.jsonResponse(req, b.raftStatus(rp))
 }
 
 // raftAdminContext bounds a change by the caller's timeoutMillis.
@@ -135,45 +129,45 @@ func raftAdminContext(req *remoting.Command) (context.Context, context.CancelFun
 }
 
 // onLeader runs a change on the leader: here if this node leads, else forwarded to the leader.
-func (b *Broker) onLeader(conn *remoting.Conn, req *remoting.Command, what string, change func(ctx context.Context) error) *remoting.Command {
-	if b.raft == nil {
+func (b *Broker) onLeader(conn *remoting.Conn, req *remoting.Command, what string, change func(ctx context.Context, rp *raftPlace) error) *remoting.Command {
+	rp, err := b.place.raft()
+	if err != nil {
 		return b.notRaft(req)
 	}
-	if !b.raft.node.IsLeader() {
+	if !rp.node.IsLeader() {
 		if resp := b.forwardWrite(conn, req); resp != nil {
 			return resp
 		}
-		return req.NewResponse(remoting.ServiceNotAvailable, b.notLeaderRemark(nil))
+		return req.NewResponse(remoting.ServiceNotAvailable, b.notLeaderRemark(rp, nil))
 	}
 	ctx, cancel := raftAdminContext(req)
 	defer cancel()
 	start := time.Now()
-	err := change(ctx)
-	if err != nil {
+	if err := change(ctx, rp); err != nil {
 		b.logger.Warn("raft admin change failed", "change", what, "error", err)
-		return req.NewResponse(raftAdminErrorCode(err), what+" failed: "+b.raftAdminRemark(err))
+		return req.NewResponse(raftAdminErrorCode(err), what+" failed: "+b.raftAdminRemark(rp, err))
 	}
 	b.logger.Info("raft admin change done", "change", what, "took", time.Since(start).Round(time.Millisecond))
 	return req.NewResponse(remoting.Success, "")
 }
 
 // notLeaderRemark says this node is not the leader and names the leader when known.
-func (b *Broker) notLeaderRemark(nle *dledger.NotLeaderError) string {
-	id, addr := b.raft.node.Leader()
+func (b *Broker) notLeaderRemark(rp *raftPlace, nle *dledger.NotLeaderError) string {
+	id, addr := rp.node.Leader()
 	if nle != nil {
 		id, addr = nle.LeaderID, nle.LeaderAddr
 	}
-	if id == "" || id == b.raft.selfID {
-		return "node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " is not the Raft leader and no leader is known (election in progress)"
+	if id == "" || id == rp.selfID {
+		return "node " + rp.selfID + " of broker " + b.cfg.BrokerName + " is not the Raft leader and no leader is known (election in progress)"
 	}
-	return fmt.Sprintf("node %s of broker %s is not the Raft leader; the leader is %s (raft %s)", b.raft.selfID, b.cfg.BrokerName, id, addr)
+	return fmt.Sprintf("node %s of broker %s is not the Raft leader; the leader is %s (raft %s)", rp.selfID, b.cfg.BrokerName, id, addr)
 }
 
-func (b *Broker) raftAdminRemark(err error) string {
+func (b *Broker) raftAdminRemark(rp *raftPlace, err error) string {
 	var nle *dledger.NotLeaderError
 	switch {
 	case errors.As(err, &nle):
-		return b.notLeaderRemark(nle)
+		return b.notLeaderRemark(rp, nle)
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timed out; the change may still complete (check raftStatus): " + err.Error()
 	}
@@ -198,27 +192,27 @@ func (b *Broker) handleTransferRaftLeader(conn *remoting.Conn, req *remoting.Com
 	if id == "" {
 		what = "transfer leadership to the most up-to-date follower"
 	}
-	return b.onLeader(conn, req, what, func(ctx context.Context) error {
-		return b.raft.node.TransferLeadership(ctx, id)
+	return b.onLeader(conn, req, what, func(ctx context.Context, rp *raftPlace) error {
+		return rp.node.TransferLeadership(ctx, id)
 	})
 }
 
 func (b *Broker) handleAddRaftPeer(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	id, addr := req.Ext("nodeId"), req.Ext("peerAddr")
-	if b.raft != nil && (id == "" || addr == "") {
+	if _, err := b.place.raft(); err == nil && (id == "" || addr == "") {
 		return req.NewResponse(remoting.InvalidParameter, "ADD_RAFT_PEER needs nodeId and peerAddr")
 	}
-	return b.onLeader(conn, req, "add voter "+id+" at "+addr, func(ctx context.Context) error {
-		return b.raft.node.AddVoter(ctx, id, addr)
+	return b.onLeader(conn, req, "add voter "+id+" at "+addr, func(ctx context.Context, rp *raftPlace) error {
+		return rp.node.AddVoter(ctx, id, addr)
 	})
 }
 
 func (b *Broker) handleRemoveRaftPeer(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	id := req.Ext("nodeId")
-	if b.raft != nil && id == "" {
+	if _, err := b.place.raft(); err == nil && id == "" {
 		return req.NewResponse(remoting.InvalidParameter, "REMOVE_RAFT_PEER needs nodeId")
 	}
-	return b.onLeader(conn, req, "remove voter "+id, func(ctx context.Context) error {
-		return b.raft.node.RemoveVoter(ctx, id)
+	return b.onLeader(conn, req, "remove voter "+id, func(ctx context.Context, rp *raftPlace) error {
+		return rp.node.RemoveVoter(ctx, id)
 	})
 }

@@ -32,7 +32,7 @@ func TestRaftAdminSingleNode(t *testing.T) {
 	b := startDLeger(t, dlegerConfig(t, t.TempDir(), "n0", "n0-"+peer))
 	defer b.Close()
 	waitRole(t, b, roleLeader)
-	if _, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", "a"), testRecord(t, "T", "b")}); err != nil {
+	if _, err := b.commitLog.Append(context.Background(), [][]byte{testRecord(t, "T", "a"), testRecord(t, "T", "b")}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -56,13 +56,13 @@ func raftDataDir(root, selfID string) string {
 }
 
 // openRaftGroup builds the state machine over a store configured as in classic mode but rooted in
-// <storePathRootDir>/dledger-<selfId>/store, driving the metadata tables through meta (which must
+// <storePathRootDir>/dledger-<selfId>/store, driving the metadata tables through tables (which must
 // be ready: the state machine resets them at once and Raft's restore and replay, which start
 // inside dledger.Open, apply to them), then starts the Raft node on this node's
 // dLegerPeers address and the batcher.
 //
 // onDisk is told of every failed write to the node's data directory (broker/diskfail.go).
-func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, logger hclog.Logger, onDisk func(op string, err error)) (*raftGroup, error) {
+func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier, logger hclog.Logger, onDisk func(op string, err error)) (*raftGroup, error) {
 	peers, err := dledger.ParsePeers(cfg.DLegerPeers)
 	if err != nil {
 		return nil, fmt.Errorf("dLegerPeers: %w", err)
@@ -90,7 +90,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, meta fsm.MetaApplier, 
 	dir := raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID)
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
-	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: meta, OnDiskFailure: onDisk})
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}

@@ -90,7 +90,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 		t.Fatalf("leader not writable: %s", remark)
 	}
 	ctx := context.Background()
-	res, err := b.log.Append(ctx, [][]byte{testRecord(t, "T", "a"), testRecord(t, "T", "b")})
+	res, err := b.commitLog.Append(ctx, [][]byte{testRecord(t, "T", "a"), testRecord(t, "T", "b")})
 	if err != nil {
 		t.Fatalf("append: %v", err)
 	}
@@ -110,7 +110,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 		t.Fatalf("max offset %d after restart", got)
 	}
 	waitRole(t, b, roleLeader)
-	res, err = b.log.Append(ctx, [][]byte{testRecord(t, "T", "c")})
+	res, err = b.commitLog.Append(ctx, [][]byte{testRecord(t, "T", "c")})
 	if err != nil || res[0].QueueOffset != 2 {
 		t.Fatalf("append after restart: %+v %v", res, err)
 	}
@@ -124,8 +124,8 @@ func TestDLegerNoLeaderRefusesWrites(t *testing.T) {
 	b := startDLeger(t, cfg)
 	defer b.Close()
 	time.Sleep(300 * time.Millisecond)
-	if b.role.get() != roleUnknown {
-		t.Fatalf("role %d without any leader", b.role.get())
+	if raftOf(t, b).role.get() != roleUnknown {
+		t.Fatalf("role %d without any leader", raftOf(t, b).role.get())
 	}
 	if b.brokerID() != 2 || b.roleName() != config.RoleSlave {
 		t.Fatalf("non-leader n1 would register as %d/%s, want 2/SLAVE", b.brokerID(), b.roleName())
@@ -134,7 +134,7 @@ func TestDLegerNoLeaderRefusesWrites(t *testing.T) {
 	if ok || !strings.Contains(remark, "no leader") {
 		t.Fatalf("writable=%v remark %q", ok, remark)
 	}
-	_, err := b.log.Append(context.Background(), [][]byte{testRecord(t, "T", "x")})
+	_, err := b.commitLog.Append(context.Background(), [][]byte{testRecord(t, "T", "x")})
 	if !errors.Is(err, dledger.ErrNotLeader) {
 		t.Fatalf("append on a non-leader: %v", err)
 	}
@@ -146,9 +146,9 @@ func TestDLegerNoLeaderRefusesWrites(t *testing.T) {
 func waitRole(t *testing.T, b *Broker, want int32) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for b.role.get() != want {
+	for raftOf(t, b).role.get() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("role %d, want %d", b.role.get(), want)
+			t.Fatalf("role %d, want %d", raftOf(t, b).role.get(), want)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -280,7 +280,7 @@ func TestDLegerBatchKeysApplied(t *testing.T) {
 	for i := range n {
 		rec := testRecord(t, "T", fmt.Sprint(i)) // here: t.Fatal belongs to the test's goroutine
 		go func() {
-			_, err := b.log.Append(context.Background(), [][]byte{rec})
+			_, err := b.commitLog.Append(context.Background(), [][]byte{rec})
 			errs <- err
 		}()
 	}
@@ -289,7 +289,7 @@ func TestDLegerBatchKeysApplied(t *testing.T) {
 			t.Fatalf("append: %v", err)
 		}
 	}
-	if st := b.raft.batcher.Stats(); st.Items != n || st.Entries != n {
+	if st := raftOf(t, b).batcher.Stats(); st.Items != n || st.Entries != n {
 		t.Fatalf("batcher stats %+v, want %d entries of one item", st, n)
 	}
 }
@@ -372,13 +372,13 @@ func TestDLegerSendsServedInline(t *testing.T) {
 		t.Fatalf("%d sends still counted in flight after all were answered", got)
 	}
 
-	b.role.set(roleFollower)
+	raftOf(t, b).role.set(roleFollower)
 	if b.sendsInline(v2("Fresh")) {
 		t.Fatal("a follower (which forwards) would serve a send inline")
 	}
-	b.role.set(roleLeader)
-	classic := &Broker{cfg: cfg, topics: b.topics}
-	classic.role.set(roleLeader)
+	raftOf(t, b).role.set(roleLeader)
+	classic := &Broker{cfg: cfg, topics: b.topics, place: &classicPlace{cfg: cfg}}
+	classic.commitLog = classic.place
 	if classic.sendsInline(v2("Fresh")) {
 		t.Fatal("classic mode (appends wait for the store) would serve a send inline")
 	}
@@ -395,7 +395,7 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 	if err := b.topics.Put(&protocol.TopicConfig{TopicName: "T", ReadQueueNums: 4, WriteQueueNums: 4, Perm: protocol.PermRead | protocol.PermWrite}); err != nil {
 		t.Fatal(err)
 	}
-	b.role.set(roleLeader) // what it believed; Raft has no leader
+	raftOf(t, b).role.set(roleLeader) // what it believed; Raft has no leader
 	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", QueueID: 0, BornTimestamp: 1}
 	send := remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), []byte("hello"))
 	if !b.sendsInline(send) {
@@ -416,7 +416,7 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 		answered <- resp
 	}()
 	time.Sleep(200 * time.Millisecond) // the send is proposed, refused, and waits for a new leader
-	b.role.set(roleUnknown)            // leadership is lost: it may now be forwarded, to nobody
+	raftOf(t, b).role.set(roleUnknown) // leadership is lost: it may now be forwarded, to nobody
 	hb := remoting.NewRequest(remoting.HeartBeat, nil, []byte(`{"clientID":"c1"}`))
 	if resp, err := c.Invoke(ctx, b.server.Addr(), hb); err != nil || resp.Code != remoting.Success {
 		t.Fatalf("heartbeat on the same connection while the send waits: %v %+v", err, resp)

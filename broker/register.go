@@ -97,7 +97,7 @@ func (b *Broker) registerLoop() {
 		if b.sd.draining.Load() {
 			continue // shutting down: unregistered, and staying so (shutdown.go)
 		}
-		if b.raft != nil && b.role.get() == roleUnknown {
+		if !b.place.registers() {
 			// Nothing is registered before the first role decision;
 			// watchRole triggers a registration as soon as there is one.
 			t.Reset(retryDelay)
@@ -163,7 +163,7 @@ func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
 		BrokerID:     b.brokerID(),
 		// A DLedger node forwards writes to the leader whatever its role (forward.go), so the
 		// name servers may publish it as a stand-in master while the group has none.
-		ForwardsWrites: b.raft != nil,
+		ForwardsWrites: b.place.forwardsWrites(),
 	}
 }
 

@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
-
-	"rocketraft/config"
 )
 
 // Role of a DLedger-mode node as registered with the name servers.
@@ -31,23 +28,23 @@ const leaderPollInterval = 50 * time.Millisecond
 // watchRole maps Raft leadership onto the broker role and re-registers at once on every change.
 // It also watches this node's membership (removal, joining, catch-up; membership.go) and
 // starts the preferred-leader check when preferredLeaderId names another node.
-func (b *Broker) watchRole() {
+func (b *Broker) watchRole(rp *raftPlace) {
 	defer b.wg.Done()
-	if id := b.cfg.PreferredLeaderID; id != "" && id != b.raft.selfID {
+	if id := b.cfg.PreferredLeaderID; id != "" && id != rp.selfID {
 		b.wg.Add(1)
-		go b.preferredLeaderLoop()
+		go b.preferredLeaderLoop(rp)
 	}
 	tick := time.NewTicker(leaderPollInterval)
 	defer tick.Stop()
-	changes := b.raft.node.LeaderChanges()
-	members := newMemberWatch(b)
+	changes := rp.node.LeaderChanges()
+	members := newMemberWatch(rp)
 	for {
 		var next int32
 		select {
 		case <-b.stop:
 			return
 		case leader := <-changes:
-			if !leader && b.raft.excluded() {
+			if !leader && rp.excluded() {
 				continue // a removed node stays unregistered
 			}
 			next = roleFollower
@@ -55,74 +52,36 @@ func (b *Broker) watchRole() {
 				next = roleLeader
 			}
 		case now := <-tick.C:
-			b.watchMembership(members, now)
-			if b.role.get() != roleUnknown || b.raft.excluded() {
+			b.watchMembership(rp, members, now)
+			if rp.role.get() != roleUnknown || rp.excluded() {
 				continue
 			}
-			id, _ := b.raft.node.Leader()
-			if id == "" || id == b.raft.selfID { // our own leadership arrives on changes, after the Barrier
+			id, _ := rp.node.Leader()
+			if id == "" || id == rp.selfID { // our own leadership arrives on changes, after the Barrier
 				continue
 			}
 			next = roleFollower
 		}
-		if next == roleLeader && b.role.get() != roleLeader {
-			// Before the role: a lock decision that sees the role sees this leadership's start.
-			b.leaderAt.Store(time.Now().UnixNano())
-		}
-		if b.role.set(next) {
-			if next != roleLeader && b.offsetBatch != nil {
-				b.offsetBatch.drop()
-			}
-			b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
-			b.repl.RoleChanged(next == roleLeader) // the ready leader serves legacy HA slaves (broker/replication)
-			b.triggerRegisterNow()
+		if rp.setRole(next) {
+			rp.notify(next)
 		}
 	}
+}
+
+// roleChanged is the broker's subscription to its place's role changes (New): log, serve legacy
+// HA slaves while the ready leader (ha.go), and re-register at once.
+func (b *Broker) roleChanged(role int32) {
+	b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
+	b.repl.RoleChanged(role == roleLeader) // the ready leader serves legacy HA slaves (broker/replication)
+	b.triggerRegisterNow()
 }
 
 // brokerID is the id this node registers under: the configured brokerId in classic mode; in
 // DLedger mode 0 for the leader and peer index + 1 otherwise.
-func (b *Broker) brokerID() int64 {
-	if b.raft == nil {
-		return b.cfg.BrokerID
-	}
-	if b.role.get() == roleLeader {
-		return 0
-	}
-	return int64(b.raft.index) + 1
-}
+func (b *Broker) brokerID() int64 { return b.place.brokerID() }
 
 // roleName is the brokerRole reported by GET_BROKER_RUNTIME_INFO and the status page.
-func (b *Broker) roleName() string {
-	if b.raft == nil {
-		return b.cfg.BrokerRole
-	}
-	if b.role.get() == roleLeader {
-		return config.RoleSyncMaster
-	}
-	return config.RoleSlave
-}
+func (b *Broker) roleName() string { return b.place.roleName() }
 
-// writable reports whether this node may take a write now. In DLedger mode only the ready
-// leader may; otherwise the answer is SERVICE_NOT_AVAILABLE (14), which every client retries on
-// another broker, with a remark naming the leader when one is known. A classic SLAVE never
-// takes a write (its commitlog is the master's copy): SERVICE_NOT_AVAILABLE, as a 4.x slave.
-func (b *Broker) writable() (ok bool, remark string) {
-	if b.raft == nil && b.cfg.BrokerRole == config.RoleSlave {
-		return false, fmt.Sprintf("service not available now: broker %s brokerId %d is a SLAVE; send to its master", b.cfg.BrokerName, b.cfg.BrokerID)
-	}
-	if b.raft == nil || b.role.get() == roleLeader {
-		return true, ""
-	}
-	if b.raft.diskFailed.Load() {
-		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " had a DISK FAILURE and is stopping; send to the group's new leader"
-	}
-	if b.raft.excluded() {
-		return false, "service not available now: node " + b.raft.selfID + " of broker " + b.cfg.BrokerName + " was removed from the Raft group"
-	}
-	id, addr := b.raft.node.Leader()
-	if id == "" || id == b.raft.selfID {
-		return false, "service not available now: broker " + b.cfg.BrokerName + " node " + b.raft.selfID + " is not the Raft leader and no leader is ready (election in progress)"
-	}
-	return false, "service not available now: broker " + b.cfg.BrokerName + " node " + b.raft.selfID + " is a follower; the leader is " + id + " (raft " + addr + ")"
-}
+// writable reports whether this node may take a write now (place.writable).
+func (b *Broker) writable() (ok bool, remark string) { return b.place.writable() }

@@ -5,22 +5,16 @@ package broker
 // them back; its package comment describes both modes).
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"path/filepath"
 	"strconv"
 
-	"github.com/hashicorp/go-hclog"
-
 	"rocketraft/broker/meta"
 	"rocketraft/broker/schedule"
-	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/remoting"
-	"rocketraft/storage"
 )
 
 // delayOffsetFile is the progress table's file, in the store's config/ directory (classic mode)
@@ -52,14 +46,12 @@ func (b *Broker) wireScheduler() {
 		MaxStepBytes: int(b.cfg.MappedFileSizeCommitLog / 4),
 		Logger:       b.logger.Named("schedule"),
 	}
-	if b.raft != nil {
-		rg := b.raft
-		cfg.MayDeliver = b.isLeader
-		cfg.Commit = func(ctx context.Context, s *fsm.ScheduleDeliver) error { return raftDeliver(ctx, rg, s, cfg.Logger) }
-	} else {
+	// Only a master delivers (the ready leader in DLedger mode, never a classic slave); a step
+	// commits through the place (an append then the saved progress, or one Raft entry).
+	cfg.MayDeliver = b.place.master
+	cfg.Commit = b.place.deliver
+	if b.place.haPart() == haMaster { // a classic master's own table (DLedger: Raft's)
 		offsets := b.delayOffsets
-		cfg.MayDeliver = func() bool { return b.cfg.BrokerRole != config.RoleSlave }
-		cfg.Commit = classicDeliver(b.local, offsets, cfg.Logger)
 		cfg.AfterPoll = func() { _ = offsets.Persist() } // logged by the table
 	}
 	b.sched = schedule.New(cfg)
@@ -86,48 +78,6 @@ func (b *Broker) applyDelay(p *sendPlan, props map[string]string) {
 	p.props = message.FormatProperties(props)
 	p.topic = meta.ScheduleTopic
 	p.queueID = int32(p.level - 1)
-}
-
-// classicDeliver is classic mode's delivery commit: the records go to the local store, then the
-// level's progress is set and saved (a crash between the two delivers the step again).
-func classicDeliver(store CommitLog, offsets *meta.DelayOffsets, logger hclog.Logger) func(context.Context, *fsm.ScheduleDeliver) error {
-	return func(ctx context.Context, s *fsm.ScheduleDeliver) error {
-		if len(s.Records) > 0 {
-			_, err := store.Append(ctx, s.Records)
-			switch {
-			case errors.Is(err, storage.ErrMessageIllegal):
-				logger.Error("the store refused delayed messages; skipped", "level", s.Level, "from", s.From, "to", s.To, "error", err)
-			case err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout):
-				return fmt.Errorf("append %d delayed messages of level %d: %w", len(s.Records), s.Level, err)
-			}
-		}
-		offsets.Set(s.Level, s.To)
-		return offsets.Persist()
-	}
-}
-
-// raftDeliver is DLedger mode's delivery commit: one replicated entry carrying the records and
-// the progress range, applied by every replica as a compare-and-set (fsm/schedule.go).
-func raftDeliver(ctx context.Context, rg *raftGroup, s *fsm.ScheduleDeliver, logger hclog.Logger) error {
-	if len(s.Records) > 0 {
-		if err := rg.checkSpace(s.Records); err != nil { // proposed directly, not through Append
-			return err
-		}
-	}
-	data, err := fsm.EncodeScheduleDeliver(s)
-	if err != nil {
-		return err
-	}
-	resp, err := rg.node.Apply(ctx, data)
-	if err != nil {
-		// Not proposed, or outcome unknown: either way the next step reads the progress again
-		// and the compare-and-set in the entry keeps a late commit from delivering twice.
-		return fmt.Errorf("replicate delivery of level %d [%d, %d): %w", s.Level, s.From, s.To, err)
-	}
-	if r, ok := resp.(*fsm.ScheduleResult); ok && r != nil && errors.Is(r.Err, fsm.ErrScheduleStale) {
-		logger.Info("delay delivery step was stale; re-reading the progress", "level", s.Level, "from", s.From)
-	}
-	return nil
 }
 
 // DelayOffset implements fsm.ScheduleApplier: the replicated progress table.

@@ -120,11 +120,11 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
 	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
-	alog, async := b.log.(asyncCommitLog)
+	alog, async := b.commitLog.(asyncCommitLog)
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		results, err := b.log.Append(ctx, records)
+		results, err := b.commitLog.Append(ctx, records)
 		return b.finishSend(s, results, err)
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
@@ -189,7 +189,7 @@ func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err
 // requests do: a follower forwards to the leader, a new topic or a retry topic is created through
 // Raft, and classic mode appends (and may wait for a flush or a slave) on the handler goroutine.
 func (b *Broker) sendsInline(req *remoting.Command) bool {
-	if b.raft == nil || b.role.get() != roleLeader {
+	if _, async := b.commitLog.(asyncCommitLog); !async || !b.place.decides() {
 		return false
 	}
 	topic := req.Ext("topic")

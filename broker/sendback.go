@@ -144,7 +144,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	records := [][]byte{rec}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
-	results, err := b.log.Append(ctx, records)
+	results, err := b.commitLog.Append(ctx, records)
 	if errors.Is(err, dledger.ErrNotLeader) {
 		if fwd := b.forwardUnproposed(conn, req); fwd != nil {
 			return fwd

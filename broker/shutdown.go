@@ -89,7 +89,7 @@ func (b *Broker) observe(code, respCode int32, elapsed time.Duration) {
 // drainClients waits, in DLedger mode, until producers stop sending here (see the file comment).
 func (b *Broker) drainClients() {
 	limit := time.Duration(b.cfg.ShutdownDrainMaxMillis) * time.Millisecond
-	if b.raft == nil || limit <= 0 {
+	if !b.place.forwardsWrites() || limit <= 0 {
 		return
 	}
 	start := time.Now()

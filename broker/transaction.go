@@ -50,7 +50,7 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 	if resp := b.forwardOrRefuse(conn, req); resp != nil {
 		return resp
 	}
-	if b.raft == nil && !b.cfg.IsMaster() {
+	if b.isClassicSlave() {
 		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave; END_TRANSACTION goes to the master")
 	}
 	h, err := txn.ParseEndRequest(req)
@@ -88,13 +88,9 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 func (b *Broker) newTxnService() *txn.Service {
 	return txn.New(txn.Config{
 		Acquire: b.acquireStore,
-		Append:  b.log.Append,
-		IsMaster: func() bool { // the classic master, or the ready DLedger leader
-			if b.raft == nil {
-				return b.cfg.IsMaster()
-			}
-			return b.isLeader()
-		},
+		Append:  b.commitLog.Append,
+		// The classic master, or the ready DLedger leader, resolves transactions.
+		IsMaster: b.place.master,
 		CommittedOffset: b.committedOffset,
 		CommitOffset:    b.commitOffset,
 		EnsureCheckMaxTopic: func() error {

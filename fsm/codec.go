@@ -151,6 +151,10 @@ type MetaOp struct {
 	Offsets []OffsetCommit                    `json:"offsets,omitempty"`
 	Lock    *QueueLock                        `json:"lock,omitempty"`
 	Pop     *PopOp                            `json:"pop,omitempty"`
+	// KeepOffsets is local to a classic broker and never encoded: its deleteGroup keeps the
+	// group's consumer offsets unless the request asked to clean them (RocketMQ's cleanOffset).
+	// A replicated deleteGroup always deletes them on every replica.
+	KeepOffsets bool `json:"-"`
 }
 
 // PopOp is the subject of the POP operations: one queue of one consumer group.

@@ -41,6 +41,8 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	if b.pop, err = newPopService(b, dir, false); err != nil {
 		t.Fatal(err)
 	}
+	// A classic place without a store: these tests change no consume queues.
+	b.place = &classicPlace{cfg: cfg, apply: b.applyChange, offsets: b.offsets, delays: b.delayOffsets, logger: b.logger}
 	return b
 }
 

@@ -27,7 +27,8 @@ import (
 // pull-driven group creation is left to the leader (the consumer heartbeats every broker of its
 // route, the leader included) and the pull commit bit is ignored, as a Java slave does.
 //
-// Classic mode is unchanged: every helper here falls through to the tables' own methods.
+// Classic mode takes the same path: the helpers here call the place (place.go), whose classic
+// implementation applies each change to the tables at once through the same applyChange.
 
 // metaTimeout bounds one metadata proposal.
 const metaTimeout = 5 * time.Second
@@ -45,37 +46,48 @@ const (
 	metaLocksFile   = "queueLocks.json" // ours: orderly-consumption locks (locks.go)
 )
 
-// ApplyMeta applies one committed operation with the entry's time. Table methods are
-// deterministic given op.Now; a failed file save is only logged by the table (the Raft log is the
-// source of truth), so it is not reported as the operation's outcome.
+// ApplyMeta applies one committed operation with the entry's time (applyChange). A failed file
+// save is only logged by the table (the Raft log is the source of truth), so it is not reported
+// as the operation's outcome.
 func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
-	b := a.b
+	_, err := a.b.applyChange(op)
+	return err
+}
+
+// applyChange applies one metadata change to the tables: every change in both modes ends here
+// (classicPlace.change calls it at once, metaApplier.ApplyMeta once Raft committed the change).
+// Table methods are deterministic given op.Now. err says the change itself is invalid; saveErr
+// that a table could not be saved to its file (classic mode reports it to the client).
+func (b *Broker) applyChange(op *fsm.MetaOp) (saveErr, err error) {
 	now := time.UnixMilli(op.Now)
 	switch op.Op {
 	case fsm.OpPutTopic:
 		if op.Topic == nil || op.Topic.TopicName == "" {
-			return fmt.Errorf("%w: topic config without a name", meta.ErrInvalid)
+			return nil, fmt.Errorf("%w: topic config without a name", meta.ErrInvalid)
 		}
-		_ = b.topics.PutAt(op.Topic, now)
+		saveErr = b.topics.PutAt(op.Topic, now)
 		b.triggerRegister()
 	case fsm.OpDeleteTopic:
-		if existed, _ := b.topics.DeleteAt(op.Name, now); existed {
+		var existed bool
+		if existed, saveErr = b.topics.DeleteAt(op.Name, now); existed {
 			b.triggerRegister()
 		}
 		b.offsets.DeleteTopic(op.Name)
 		b.pop.table.DeleteTopic(op.Name)
 	case fsm.OpPutGroup:
 		if op.Group == nil || op.Group.GroupName == "" {
-			return fmt.Errorf("%w: group config without a name", meta.ErrInvalid)
+			return nil, fmt.Errorf("%w: group config without a name", meta.ErrInvalid)
 		}
-		_ = b.groups.PutAt(op.Group, now)
+		saveErr = b.groups.PutAt(op.Group, now)
 	case fsm.OpDeleteGroup:
-		_, _ = b.groups.DeleteAt(op.Name, now)
-		b.offsets.DeleteGroup(op.Name)
+		_, saveErr = b.groups.DeleteAt(op.Name, now)
+		if !op.KeepOffsets {
+			b.offsets.DeleteGroup(op.Name)
+		}
 		b.pop.table.DeleteGroup(op.Name)
 	case fsm.OpCommitOffsets:
-		// Overwrite in log order, as classic mode's Commit: an offset may legitimately move back
-		// (an operator's reset). Every replica applies the same sequence, so they agree.
+		// Overwrite in log order: an offset may legitimately move back (an operator's reset).
+		// Every replica applies the same sequence, so they agree.
 		for _, o := range op.Offsets {
 			b.offsets.Commit(o.Group, o.Topic, o.QueueID, o.Offset)
 		}
@@ -84,11 +96,11 @@ func (a metaApplier) ApplyMeta(op *fsm.MetaOp) error {
 	case fsm.OpUnlockQueues:
 		b.clients.UnlockBatch(op.Lock.Group, op.Lock.ClientID, op.Lock.Queues)
 	case fsm.OpPopMessages, fsm.OpPopAck, fsm.OpPopChange:
-		return b.pop.apply(op)
+		return nil, b.pop.apply(op)
 	default:
-		return fmt.Errorf("unknown metadata op %q", op.Op)
+		return nil, fmt.Errorf("unknown metadata op %q", op.Op)
 	}
-	return nil
+	return saveErr, nil
 }
 
 // SnapshotMeta serializes the tables: topics, groups, consumer offsets, the delay
@@ -176,77 +188,59 @@ func (b *Broker) systemTopics() []*protocol.TopicConfig {
 	return meta.SystemTopics(b.cfg.BrokerClusterName, b.cfg.BrokerName, b.cfg.AutoCreateTopicEnable, int32(b.cfg.DefaultTopicQueueNums))
 }
 
-// replicated reports whether metadata goes through Raft (DLedger mode).
-func (b *Broker) replicated() bool { return b.raft != nil }
-
-// isLeader: DLedger mode and this node is the ready leader.
-func (b *Broker) isLeader() bool { return b.raft != nil && b.role.get() == roleLeader }
-
 // errNotLeaderMeta is returned by the metadata helpers on a DLedger follower.
 var errNotLeaderMeta = errors.New("this node is not the Raft leader; metadata changes go through the leader")
 
-// proposeMeta replicates op through Raft and returns the applier's outcome once it is committed
-// and applied on this node (the leader).
-func (b *Broker) proposeMeta(ctx context.Context, op *fsm.MetaOp) error {
-	if op.Now == 0 {
-		op.Now = time.Now().UnixMilli()
-	}
-	data, err := fsm.EncodeMetadata(op)
-	if err != nil {
-		return err
-	}
-	resp, err := b.raft.node.Apply(ctx, data)
-	if err != nil {
-		return fmt.Errorf("replicate %s: %w", op.Op, err)
-	}
-	if r, ok := resp.(*fsm.MetaResult); ok && r != nil && r.Err != nil {
-		return r.Err
-	}
-	return nil
-}
-
-func (b *Broker) proposeMetaTimeout(op *fsm.MetaOp) error {
+// changeMeta makes op happen through the place (place.change), bounded by metaTimeout.
+func (b *Broker) changeMeta(op *fsm.MetaOp) error {
 	ctx, cancel := context.WithTimeout(context.Background(), metaTimeout)
 	defer cancel()
-	return b.proposeMeta(ctx, op)
+	return b.place.change(ctx, op)
+}
+
+// answerChange makes op happen under the lock of the named topic or group (metaMu, kind "topic"
+// or "group") and answers the admin request: SUCCESS, or the failure as what.
+func (b *Broker) answerChange(req *remoting.Command, what, kind, name string, op *fsm.MetaOp) *remoting.Command {
+	unlock := b.metaMu.lock(kind, name)
+	err := b.changeMeta(op)
+	unlock()
+	if err != nil {
+		return metaErrorResponse(req, what, err)
+	}
+	return req.NewResponse(remoting.Success, "")
 }
 
 // ensureTopic stores tc unless a topic of that name exists (%RETRY%, %DLQ% topics) and returns
-// the existing or new config. DLedger mode: only the leader creates (errNotLeaderMeta otherwise);
-// proposals for one name are serialised by metaMu (namelocks.go) and the table is checked again
-// under it, so concurrent creations of one topic propose it once and never overwrite an admin's
-// config.
+// the existing or new config. Only a node that decides (place.decides) creates
+// (errNotLeaderMeta otherwise); changes for one name are serialised by metaMu (namelocks.go) and
+// the table is checked again under it, so concurrent creations of one topic change it once and
+// never overwrite an admin's config.
 func (b *Broker) ensureTopic(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error) {
 	if err := message.ValidateTopic(tc.TopicName); err != nil {
 		return nil, false, fmt.Errorf("create topic: %w", err)
 	}
-	if !b.replicated() {
-		return b.topics.EnsureTopic(tc)
-	}
 	if old := b.topics.Get(tc.TopicName); old != nil {
 		return old, false, nil
 	}
-	if !b.isLeader() {
+	if !b.place.decides() {
 		return nil, false, errNotLeaderMeta
 	}
 	defer b.metaMu.lock("topic", tc.TopicName)()
 	if old := b.topics.Get(tc.TopicName); old != nil {
 		return old, false, nil
 	}
-	if err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc}); err != nil {
+	if err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc}); err != nil {
 		return nil, false, err
 	}
 	return b.topics.Get(tc.TopicName), true, nil
 }
 
-// createTopicFromDefault is send-time auto-creation (meta.Topics.CreateFromDefault); in DLedger
-// mode the derived config is proposed through Raft. nil, false, nil: nothing may be created.
+// createTopicFromDefault is send-time auto-creation: the config derived from defaultTopic
+// (meta.Topics.FromDefault), created through ensureTopic. nil, false, nil: nothing may be
+// created.
 func (b *Broker) createTopicFromDefault(topic, defaultTopic string, queueNums, sysFlag int32) (*protocol.TopicConfig, bool, error) {
 	if err := message.ValidateTopic(topic); err != nil {
 		return nil, false, fmt.Errorf("create topic: %w", err)
-	}
-	if !b.replicated() {
-		return b.topics.CreateFromDefault(topic, defaultTopic, queueNums, sysFlag)
 	}
 	if old := b.topics.Get(topic); old != nil {
 		return old, false, nil
@@ -255,20 +249,20 @@ func (b *Broker) createTopicFromDefault(topic, defaultTopic string, queueNums, s
 	if tc == nil {
 		return nil, false, nil
 	}
-	return b.ensureTopic(tc)
+	got, created, err := b.ensureTopic(tc)
+	if created {
+		b.logger.Info("auto-created topic", "topic", topic, "default_topic", defaultTopic, "queues", tc.WriteQueueNums, "perm", protocol.PermString(tc.Perm))
+	}
+	return got, created, err
 }
 
 // groupOrCreate returns a subscription group's config, creating it with the defaults when
-// autoCreateSubscriptionGroup allows (meta.Groups.GetOrCreate). On a DLedger follower nothing is
-// written: a missing group is answered with the defaults it would get (not stored), and the
-// leader creates it when the consumer's heartbeat or pull reaches it.
+// autoCreateSubscriptionGroup allows. On a DLedger follower nothing is written: a missing group
+// is answered with the defaults it would get (not stored), and the leader creates it when the
+// consumer's heartbeat or pull reaches it.
 func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, error) {
 	if err := message.ValidateGroup(name); err != nil {
 		return nil, fmt.Errorf("subscription group: %w", err)
-	}
-	if !b.replicated() {
-		gc, _, err := b.groups.GetOrCreate(name, b.cfg.AutoCreateSubscriptionGroup)
-		return gc, err
 	}
 	if gc := b.groups.Get(name); gc != nil || !b.cfg.AutoCreateSubscriptionGroup {
 		return gc, nil
@@ -276,24 +270,23 @@ func (b *Broker) groupOrCreate(name string) (*protocol.SubscriptionGroupConfig, 
 	if name == "" {
 		return nil, fmt.Errorf("%w: empty group name", meta.ErrInvalid)
 	}
-	if !b.isLeader() {
+	if !b.place.decides() {
 		return protocol.NewSubscriptionGroupConfig(name), nil
 	}
 	defer b.metaMu.lock("group", name)()
 	if gc := b.groups.Get(name); gc != nil {
 		return gc, nil
 	}
-	if err := b.proposeMetaTimeout(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: protocol.NewSubscriptionGroupConfig(name)}); err != nil {
+	if err := b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutGroup, Group: protocol.NewSubscriptionGroupConfig(name)}); err != nil {
 		return nil, err
 	}
-	b.logger.Info("auto-created subscription group through raft", "group", name)
+	b.logger.Info("auto-created subscription group", "group", name)
 	return b.groups.Get(name), nil
 }
 
-// commitOffset records a consumer offset: in memory in classic mode (persisted periodically); in
-// DLedger mode, on the leader, queued for the next commitOffsets entry. On a follower it is
-// dropped (the caller forwards UPDATE_CONSUMER_OFFSET instead; the pull commit bit is ignored
-// on followers, as on a Java slave).
+// commitOffset records a consumer offset through the place (place.commitOffset): in memory in
+// classic mode (persisted periodically); in DLedger mode, on the leader, queued for the next
+// commitOffsets entry, and dropped on a follower.
 func (b *Broker) commitOffset(group, topic string, qid int32, off int64) {
 	b.commitOffsetFrom(commitOrigin{}, group, topic, qid, off)
 }
@@ -305,12 +298,9 @@ func (b *Broker) commitOffsetFrom(o commitOrigin, group, topic string, qid int32
 		return
 	}
 	k := offsetKey{group, topic, qid}
-	switch {
-	case !b.replicated():
-		b.commitOrder.apply(k, o, func() { b.offsets.Commit(group, topic, qid, off) })
-	case b.isLeader():
-		b.commitOrder.apply(k, o, func() { b.offsetBatch.commit(group, topic, qid, off) })
-	}
+	b.commitOrder.apply(k, o, func() {
+		b.place.commitOffset(fsm.OffsetCommit{Group: group, Topic: topic, QueueID: qid, Offset: off}, false)
+	})
 }
 
 // commitPullOffset records the commit offset a pull carries, but never moves the queue's offset
@@ -325,14 +315,9 @@ func (b *Broker) commitPullOffset(o commitOrigin, group, topic string, qid int32
 		return
 	}
 	k := offsetKey{group, topic, qid}
-	switch {
-	case !b.replicated():
-		b.commitOrder.apply(k, o, func() { b.offsets.CommitAhead(group, topic, qid, off) })
-	case b.isLeader():
-		b.commitOrder.apply(k, o, func() {
-			b.offsetBatch.commitAhead(group, topic, qid, off, func() (int64, bool) { return b.offsets.Query(group, topic, qid) })
-		})
-	}
+	b.commitOrder.apply(k, o, func() {
+		b.place.commitOffset(fsm.OffsetCommit{Group: group, Topic: topic, QueueID: qid, Offset: off}, true)
+	})
 }
 
 // validOffsetNames is commitOffset's last check (names.go): the request handlers refuse invalid
@@ -349,33 +334,11 @@ func (b *Broker) validOffsetNames(group, topic string) bool {
 	return true
 }
 
-// replicatedOffsetWait bounds how long a query waits for the commits queued before it.
-const replicatedOffsetWait = 3 * time.Second
-
-// replicatedOffset is the offset QUERY_CONSUMER_OFFSET answers in DLedger mode: from the
-// replicated table, on the leader after every commit queued before the query has settled (see
-// offsetBatcher), so what a client reads is in Raft's log and survives any failover.
-func (b *Broker) replicatedOffset(group, topic string, qid int32) (int64, bool) {
-	if ob := b.offsetBatch; ob != nil && b.isLeader() {
-		ctx, cancel := context.WithTimeout(context.Background(), replicatedOffsetWait)
-		if !ob.waitSettled(ctx) {
-			b.logger.Warn("consumer offset query answered before the commits queued ahead of it were replicated", "group", group, "topic", topic, "queue", qid, "waited", replicatedOffsetWait)
-		}
-		cancel()
-	}
-	return b.offsets.Query(group, topic, qid)
-}
-
 // committedOffset is this node's latest view of a group's offset for internal readers
 // (transaction checks, POP, resets, status): on the DLedger leader its own commits still queued
 // or in flight in the batcher win over the replicated table.
 func (b *Broker) committedOffset(group, topic string, qid int32) (int64, bool) {
-	if b.offsetBatch != nil {
-		if off, ok := b.offsetBatch.query(group, topic, qid); ok {
-			return off, true
-		}
-	}
-	return b.offsets.Query(group, topic, qid)
+	return b.place.latestOffset(group, topic, qid)
 }
 
 // forwardOrRefuse handles a metadata write that reached a DLedger follower: forward it to the

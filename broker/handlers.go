@@ -1,0 +1,148 @@
+package broker
+
+// The broker's request table: every request code it answers, the file that handles it, and how
+// the remoting server dispatches it. Handlers are thin adapters (decode the request, call the
+// part that owns the behaviour, encode the answer). Codes the broker knows but does not serve
+// answer REQUEST_CODE_NOT_SUPPORTED with a reason (unsupported.go); any other code gets the
+// remoting layer's REQUEST_CODE_NOT_SUPPORTED.
+
+import (
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+)
+
+// dispatch is how the remoting server runs a code's handler.
+type dispatch int
+
+const (
+	// concurrent: on a worker, alongside the connection's other requests (Server.Handle).
+	concurrent dispatch = iota
+	// inOrder: in arrival order among the connection's inOrder requests (Server.HandleInOrder).
+	inOrder
+	// inlineSend: on the connection's read goroutine when sendsInline says it cannot block
+	// (Server.HandleInline, send.go).
+	inlineSend
+)
+
+// route is one entry of the request table.
+type route struct {
+	handle remoting.Handler
+	how    dispatch
+}
+
+// handlers is the one table of request codes this broker serves.
+func (b *Broker) handlers() map[int32]route {
+	c := func(h remoting.Handler) route { return route{handle: h} }
+	send := route{handle: b.handleSend, how: inlineSend}
+	return map[int32]route{
+		// Producing (send.go, sendback.go) and transactions (transaction.go).
+		remoting.SendMessage:         send,
+		remoting.SendMessageV2:       send,
+		remoting.SendBatchMessage:    send,
+		remoting.ConsumerSendMsgBack: c(b.handleSendBack),
+		remoting.EndTransaction:      c(b.handleEndTransaction),
+
+		// Consuming: pull (pull.go), POP (pop.go, batchack.go), orderly locks (locks.go).
+		remoting.PullMessage:                c(b.handlePull),
+		remoting.LitePullMessage:            c(b.handlePull),
+		remoting.PopMessage:                 c(b.handlePopMessage),
+		remoting.AckMessage:                 c(b.handleAckMessage),
+		remoting.ChangeMessageInvisibleTime: c(b.handleChangeInvisibleTime),
+		remoting.BatchAckMessage:            c(b.handleBatchAck),
+		remoting.LockBatchMQ:                c(b.handleLockBatch),
+		remoting.UnlockBatchMQ:              c(b.handleUnlockBatch),
+
+		// Consumer offsets (offsets.go, resetoffset.go). In order: a client reads back the
+		// offset it has just committed (the Go client does when it applies a reset), and a
+		// oneway update must not be overtaken by that query.
+		remoting.QueryConsumerOffset:       {handle: b.handleQueryConsumerOffset, how: inOrder},
+		remoting.UpdateConsumerOffset:      {handle: b.handleUpdateConsumerOffset, how: inOrder},
+		remoting.GetMaxOffset:              c(b.queueOffsetHandler(lookupMaxOffset)),
+		remoting.GetMinOffset:              c(b.queueOffsetHandler(lookupMinOffset)),
+		remoting.GetEarliestMsgStoreTime:   c(b.queueOffsetHandler(lookupEarliestStoreTime)),
+		remoting.SearchOffsetByTimestamp:   c(b.queueOffsetHandler(lookupOffsetByTimestamp)),
+		remoting.GetAllConsumerOffset:      c(b.handleGetAllConsumerOffset), // handle_groups.go
+		remoting.InvokeBrokerToResetOffset: c(b.handleResetOffset),
+
+		// Clients (clienthandlers.go, handle_connections.go).
+		remoting.HeartBeat:                 c(b.handleHeartbeat),
+		remoting.UnregisterClient:          c(b.handleUnregisterClient),
+		remoting.GetConsumerListByGroup:    c(b.handleGetConsumerList),
+		remoting.CheckClientConfig:         c(b.handleCheckClientConfig),
+		remoting.GetConsumerConnectionList: c(b.handleConsumerConnections),
+		remoting.GetProducerConnectionList: c(b.handleProducerConnections),
+
+		// Messages by key or id (query.go).
+		remoting.QueryMessage:    c(b.handleQueryMessage),
+		remoting.ViewMessageByID: c(b.handleViewMessageByID),
+
+		// Topics (handle_topics.go, topicattr.go).
+		remoting.UpdateAndCreateTopic: c(b.handleUpdateTopic),
+		remoting.DeleteTopicInBroker:  c(b.handleDeleteTopic),
+		remoting.GetTopicConfig:       c(b.handleGetTopicConfig),
+		remoting.GetAllTopicConfig:    c(b.handleGetAllTopicConfig),
+		remoting.GetTopicStatsInfo:    c(b.handleTopicStats),
+
+		// Subscription groups and consumption progress (handle_groups.go, topicattr.go).
+		remoting.UpdateAndCreateSubscriptionGroup: c(b.handleUpdateGroup),
+		remoting.DeleteSubscriptionGroup:          c(b.handleDeleteGroup),
+		remoting.GetSubscriptionGroupConfig:       c(b.handleGetSubscriptionGroupConfig),
+		remoting.GetAllSubscriptionGroupConfig:    c(b.handleGetAllGroupConfig),
+		remoting.GetConsumeStats:                  c(b.handleConsumeStats),
+		remoting.QueryTopicConsumeByWho:           c(b.handleConsumedByWho),
+
+		// The broker itself: runtime info (handle_runtime.go), HA (ha.go), delay progress
+		// (schedule.go), configuration (brokerconfig.go: allow-listed keys only;
+		// getbrokerconfig.go: secrets redacted).
+		remoting.GetBrokerRuntimeInfo: c(b.handleRuntimeInfo),
+		remoting.GetBrokerHAStatus:    c(b.handleHAStatus),
+		remoting.GetAllDelayOffset:    c(b.handleGetAllDelayOffset),
+		remoting.UpdateBrokerConfig:   c(b.handleUpdateBrokerConfig),
+		remoting.GetBrokerConfig:      c(b.handleGetBrokerConfig),
+
+		// Raft group administration (raftadmin.go); the changes need an admin (raftAdminGuard).
+		remoting.GetRaftStatus:      c(b.handleGetRaftStatus),
+		remoting.TransferRaftLeader: c(b.raftAdminGuard(b.handleTransferRaftLeader)),
+		remoting.AddRaftPeer:        c(b.raftAdminGuard(b.handleAddRaftPeer)),
+		remoting.RemoveRaftPeer:     c(b.raftAdminGuard(b.handleRemoveRaftPeer)),
+	}
+}
+
+// registerHandlers registers the table on s, after the known but unsupported codes (a code in
+// both is served: its handler replaces the refusal).
+func (b *Broker) registerHandlers(s *remoting.Server) {
+	registerUnsupported(s)
+	for code, r := range b.handlers() {
+		switch r.how {
+		case inOrder:
+			s.HandleInOrder(code, r.handle)
+		case inlineSend:
+			s.HandleInline(code, r.handle, b.sendsInline)
+		default:
+			s.Handle(code, r.handle)
+		}
+	}
+}
+
+// jsonResponse answers SUCCESS with v as the JSON body.
+func (b *Broker) jsonResponse(req *remoting.Command, v any) *remoting.Command {
+	body, err := protocol.Encode(v)
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
+
+// fastjsonResponse answers SUCCESS with v in fastjson's layout (the non-string map keys some
+// Java clients need).
+func (b *Broker) fastjsonResponse(req *remoting.Command, v protocol.FastjsonEncoder) *remoting.Command {
+	body, err := v.EncodeFastjson()
+	if err != nil {
+		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())
+	}
+	resp := req.NewResponse(remoting.Success, "")
+	resp.Body = body
+	return resp
+}
