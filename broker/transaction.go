@@ -90,7 +90,7 @@ func (b *Broker) newTxnService() *txn.Service {
 		Acquire: b.acquireStore,
 		Append:  b.commitLog.Append,
 		// The classic master, or the ready DLedger leader, resolves transactions.
-		IsMaster: b.place.master,
+		IsMaster:        b.place.master,
 		CommittedOffset: b.committedOffset,
 		CommitOffset:    b.commitOffset,
 		EnsureCheckMaxTopic: func() error {
