@@ -175,6 +175,9 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	table["storeWriteFailed"] = strconv.FormatBool(st.WriteFailed)
 	table["consumeQueueCount"] = strconv.Itoa(st.Queues)
 	b.addHARuntimeInfo(table)
+	if a := b.httpAddr.Load(); a != nil {
+		table["httpAddr"] = *a // ours: the status page, for the name server's page to link to
+	}
 	return b.jsonResponse(req, protocol.KVTable{Table: table})
 }
 
@@ -410,6 +413,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 		return b.jsonResponse(req, b.offsets.Wrapper())
 	})
 	s.Handle(remoting.QueryTopicConsumeByWho, b.handleConsumedByWho)
+	s.Handle(remoting.ViewBrokerStatsData, b.handleViewStatsData) // statsdata.go
 	s.Handle(remoting.InvokeBrokerToResetOffset, b.handleResetOffset)
 	s.Handle(remoting.UpdateBrokerConfig, b.handleUpdateBrokerConfig) // brokerconfig.go: allow-listed keys only
 	s.Handle(remoting.GetBrokerConfig, b.handleGetBrokerConfig)       // getbrokerconfig.go: secrets redacted
