@@ -77,9 +77,11 @@ func getJSON(url string, v any) error {
 // TestStatusPages: a name server and a three-node DLedger group, each with httpPort; messages
 // sent with the official Go client, a consumer group that consumed them and then fell 7 behind.
 // Chromium renders the leader's page and the name server's cluster view; both show the group,
-// the leader's address marked as leader, the term, the topic and the group's lag.
+// the leader's address marked as leader, the term, the topic and the group's lag. Then, under
+// load, the three pages with a proxy (statuspage_load_test.go).
 func TestStatusPages(t *testing.T) {
 	t.Parallel()
+	began := time.Now()
 	chromium := findChromium(t)
 	nsHTTP := freePort(t)
 	ns := startNamesrv(t, "--httpPort="+strconv.Itoa(nsHTTP))
@@ -163,17 +165,17 @@ func TestStatusPages(t *testing.T) {
 		nsDOM := renderPage(t, chromium, fmt.Sprintf("http://127.0.0.1:%d/", nsHTTP))
 		missing = append(missing, check("name server", nsDOM, map[string]string{
 			"group":                         `<b>` + regexp.QuoteMeta(g.name) + `</b> — DLedger group, term ` + termRE + `, leader n\d at ` + regexp.QuoteMeta(leader.addr),
-			"leader's row marked as leader": `<tr class="leader"><td>` + regexp.QuoteMeta(leader.addr) + `</td><td class="num">0</td><td>MASTER</td><td>n\d</td><td>leader</td><td class="num">` + termRE + `</td>`,
+			"leader's row marked as leader": `<tr class="leader"><td><a href="http://127\.0\.0\.1:\d+/">` + regexp.QuoteMeta(leader.addr) + `</a></td><td class="num">0</td><td>MASTER</td><td>n\d</td><td>leader</td><td class="num">` + termRE + `</td>`,
 			"topic":                         `<td>` + regexp.QuoteMeta(topic) + `</td>`,
 			"consumer group and lag":        `<td>` + regexp.QuoteMeta(group) + `</td><td>` + regexp.QuoteMeta(topic) + `</td><td>` + regexp.QuoteMeta(g.name) + `</td><td class="num">` + lagRE + `</td>`,
 		})...)
 		for _, b := range g.nodes {
-			if b != leader && !strings.Contains(nsDOM, `<td>`+b.addr+`</td>`) {
+			if b != leader && !strings.Contains(nsDOM, `">`+b.addr+`</a></td>`) { // linked to its page
 				missing = append(missing, "name server page lacks follower "+b.addr)
 			}
 		}
 		if len(missing) == 0 {
-			return
+			break
 		}
 		now, err := lagOf(behind)
 		if attempt < 3 && (err != nil || now != term) {
@@ -182,4 +184,5 @@ func TestStatusPages(t *testing.T) {
 		}
 		t.Fatalf("%s\nbroker page:\n%s\nname server page:\n%s", strings.Join(missing, "\n"), dom, nsDOM)
 	}
+	statusPagesUnderLoad(t, chromium, loadSetup{ns: ns, nsHTTP: nsHTTP, g: g, c: c, ports: ports, topic: topic, behindGroup: group, began: began})
 }
