@@ -6,7 +6,8 @@ package broker
 // (statusrates.go): the minute is its last minute; the hour and the day are what it counted
 // since it started, when that is less (the sampler keeps no longer history). A group's
 // consumption is how far its committed offsets advanced, so messages consumed but not yet
-// committed are not counted yet.
+// committed are not counted yet, and a group that first commits while the sampler runs is
+// counted from offset 0 (a group that started at the queues' end counts what it skipped).
 
 import (
 	"fmt"

@@ -226,20 +226,15 @@ func (r *statusRates) keyed(key string, group, get bool) (keyStats, bool) {
 	if !ok {
 		return keyStats{}, false
 	}
+	// A key a sample lacks counts 0 there: a topic's counters start at 0 when it first sees
+	// traffic, and a group that first committed later is counted from offset 0.
 	ks := keyStats{SampledFrom: r.first.at}
 	if _, older, ok := r.back(time.Minute, true); ok {
-		if o, had := val(older.c); had {
-			ks.MinuteSum = max(0, cur-o)
-			ks.MinuteTps = perSecond(o, cur, newest.at.Sub(older.at))
-		}
+		o, _ := val(older.c)
+		ks.MinuteSum = max(0, cur-o)
+		ks.MinuteTps = perSecond(o, cur, newest.at.Sub(older.at))
 	}
-	switch base, had := val(r.first.c); {
-	case had:
-		ks.SinceStart = max(0, cur-base)
-	case group:
-		ks.SinceStart = ks.MinuteSum // a group's first commit came later: its base is unknown
-	default:
-		ks.SinceStart = cur // a topic's counter appeared after the first sample, from 0
-	}
+	base, _ := val(r.first.c)
+	ks.SinceStart = max(0, cur-base)
 	return ks, true
 }
