@@ -69,24 +69,7 @@ func (t *Tool) TraceMessage(ctx context.Context, m MessageInfo) (*MessageTrace, 
 	if tr.BrokerName == "" && len(rd.BrokerDatas) == 1 {
 		tr.BrokerName = rd.BrokerDatas[0].BrokerName // the topic lives in one group: it is that one
 	}
-	groups := map[string]bool{}
-	for _, r := range t.callBrokers(ctx, masters, remoting.QueryTopicConsumeByWho, map[string]string{"topic": m.Topic}, nil) {
-		var gl struct {
-			GroupList []string `json:"groupList"`
-		}
-		if r.Err == nil && protocol.Decode(r.Resp.Body, &gl) == nil {
-			for _, g := range gl.GroupList {
-				groups[g] = true
-			}
-		}
-	}
-	for _, g := range slices.Sorted(func(yield func(string) bool) {
-		for g := range groups {
-			if !yield(g) {
-				return
-			}
-		}
-	}) {
+	for _, g := range t.consumingGroups(ctx, masters, m.Topic) { // stats_all.go
 		tr.Tracks = append(tr.Tracks, t.track(ctx, masters, tr, g))
 	}
 	return tr, nil

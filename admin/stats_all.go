@@ -11,6 +11,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -73,28 +74,12 @@ func (t *Tool) topicTraffic(ctx context.Context, topic string) ([]TopicTraffic, 
 	masters := RouteMasters(rd)
 	in := TopicTraffic{Topic: topic}
 	in.InTPS, in.InMsg24Hour = t.statsSum(ctx, masters, protocol.StatsTopicPutNums, topic)
-	groups := map[string]bool{}
-	for _, r := range t.callBrokers(ctx, masters, remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, nil) {
-		var gl struct {
-			GroupList []string `json:"groupList"`
-		}
-		if r.Err == nil && protocol.Decode(r.Resp.Body, &gl) == nil {
-			for _, g := range gl.GroupList {
-				groups[g] = true
-			}
-		}
-	}
+	groups := t.consumingGroups(ctx, masters, topic)
 	if len(groups) == 0 {
 		return []TopicTraffic{in}, nil
 	}
 	var rows []TopicTraffic
-	for _, g := range slices.Sorted(func(yield func(string) bool) {
-		for g := range groups {
-			if !yield(g) {
-				return
-			}
-		}
-	}) {
+	for _, g := range groups {
 		r := in
 		r.ConsumerGroup = g
 		r.OutTPS, r.OutMsg24Hour = t.statsSum(ctx, masters, protocol.StatsGroupGetNums, protocol.OffsetKey(topic, g))
@@ -160,4 +145,20 @@ var statsAllCommand = &command{
 			return tb.write(t.cfg.Out)
 		}
 	},
+}
+
+// consumingGroups is QUERY_TOPIC_CONSUME_BY_WHO (300) of topic on every master, merged and sorted.
+func (t *Tool) consumingGroups(ctx context.Context, masters []BrokerAddr, topic string) []string {
+	groups := map[string]bool{}
+	for _, r := range t.callBrokers(ctx, masters, remoting.QueryTopicConsumeByWho, map[string]string{"topic": topic}, nil) {
+		var gl struct {
+			GroupList []string `json:"groupList"`
+		}
+		if r.Err == nil && protocol.Decode(r.Resp.Body, &gl) == nil {
+			for _, g := range gl.GroupList {
+				groups[g] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(groups))
 }
