@@ -41,6 +41,7 @@ var commands = []*command{
 	wipeWritePermCommand,
 	addWritePermCommand,
 	consumerProgressCommand,
+	statsAllCommand,
 	queryMsgByKeyCommand,
 	queryMsgByIDCommand,
 	queryMsgByUniqueKeyCommand,

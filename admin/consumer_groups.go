@@ -25,6 +25,8 @@ type GroupSummary struct {
 	Model      string  `json:"messageModel,omitempty"`
 	ConsumeTps float64 `json:"consumeTps"`
 	DiffTotal  int64   `json:"diffTotal"`
+	// LagTimeMs: the age of the group's oldest unconsumed message (0: none, -1: unknown).
+	LagTimeMs int64 `json:"lagTimeMs"`
 	// Error says why the offsets could not be read; ConsumeTps and DiffTotal are then 0.
 	Error string `json:"error,omitempty"`
 }
@@ -45,7 +47,7 @@ func (t *Tool) ConsumerGroups(ctx context.Context) ([]GroupSummary, error) {
 		if p, err := t.ConsumerProgress(ctx, group, ""); err != nil {
 			s.Error = err.Error()
 		} else {
-			s.ConsumeTps, s.DiffTotal = p.ConsumeTps, p.DiffTotal
+			s.ConsumeTps, s.DiffTotal, s.LagTimeMs = p.ConsumeTps, p.DiffTotal, p.LagTimeMs
 		}
 		if cc := t.consumerConnection(ctx, group); cc != nil {
 			s.Count, s.Type, s.Model = len(cc.ConnectionSet), consumeTypeName(cc.ConsumeType), cc.MessageModel
@@ -95,13 +97,13 @@ func (t *Tool) printConsumerGroups(ctx context.Context) error {
 	if t.jsonOut() {
 		return t.printJSON(groups)
 	}
-	tb := newTable("#Group", "#Count", "#Type", "#Model", "#TPS", "#Diff Total")
+	tb := newTable("#Group", "#Count", "#Type", "#Model", "#TPS", "#Diff Total", "#Lag Time")
 	for _, g := range groups {
-		diff := fmt.Sprint(g.DiffTotal)
+		diff, lag := fmt.Sprint(g.DiffTotal), lagTime(g.LagTimeMs)
 		if g.Error != "" {
-			diff = "-"
+			diff, lag = "-", "-"
 		}
-		tb.add(g.Group, g.Count, g.Type, g.Model, fmt.Sprintf("%.2f", g.ConsumeTps), diff)
+		tb.add(g.Group, g.Count, g.Type, g.Model, fmt.Sprintf("%.2f", g.ConsumeTps), diff, lag)
 	}
 	return tb.write(t.cfg.Out)
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -32,14 +33,20 @@ type QueueProgress struct {
 	ConsumerOffset int64  `json:"consumerOffset"`
 	Diff           int64  `json:"diff"`
 	LastTimestamp  int64  `json:"lastTimestamp"`
+	// LagTimeMs is the age of the queue's oldest unconsumed message: 0 when not behind, -1
+	// when unknown (consumer_lagtime.go).
+	LagTimeMs int64 `json:"lagTimeMs"`
 }
 
 // ConsumerProgress is a group's consumption over all its queues.
 type ConsumerProgress struct {
-	Group      string          `json:"group"`
-	ConsumeTps float64         `json:"consumeTps"`
-	DiffTotal  int64           `json:"diffTotal"`
-	Queues     []QueueProgress `json:"queues"`
+	Group      string  `json:"group"`
+	ConsumeTps float64 `json:"consumeTps"`
+	DiffTotal  int64   `json:"diffTotal"`
+	// LagTimeMs is the largest of the queues' lag times: how long the oldest message the group
+	// has not consumed has been waiting.
+	LagTimeMs int64           `json:"lagTimeMs"`
+	Queues    []QueueProgress `json:"queues"`
 }
 
 // ConsumerProgress gathers group's consume stats for topic, or for all its topics when topic is "".
@@ -76,6 +83,7 @@ func (t *Tool) ConsumerProgress(ctx context.Context, group, topic string) (*Cons
 	slices.SortFunc(res.Queues, func(a, b QueueProgress) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.BrokerName, b.BrokerName), cmp.Compare(a.QueueID, b.QueueID))
 	})
+	t.addLagTimes(ctx, res, time.Now())
 	return res, nil
 }
 
@@ -146,14 +154,14 @@ var consumerProgressCommand = &command{
 			if t.jsonOut() {
 				return t.printJSON(res)
 			}
-			tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime")
+			tb := newTable("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff", "#LastTime", "#Lag Time")
 			for _, q := range res.Queues {
-				tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, t.formatMillis(q.LastTimestamp, "N/A"))
+				tb.add(q.Topic, q.BrokerName, q.QueueID, q.BrokerOffset, q.ConsumerOffset, q.Diff, t.formatMillis(q.LastTimestamp, "N/A"), lagTime(q.LagTimeMs))
 			}
 			if err := tb.write(t.cfg.Out); err != nil {
 				return err
 			}
-			t.printf("\nConsume TPS: %.2f\nDiff Total: %d\n", res.ConsumeTps, res.DiffTotal)
+			t.printf("\nConsume TPS: %.2f\nDiff Total: %d\nLag Time: %s\n", res.ConsumeTps, res.DiffTotal, lagTime(res.LagTimeMs))
 			return nil
 		}
 	},

@@ -29,14 +29,15 @@ func TestConsumerProgressAllTopics(t *testing.T) {
 	f.route("T1", 2, "broker-a", "broker-b")
 	f.route("%RETRY%G1", 1, "broker-a")
 	f.expect(`
-#Topic     #Broker Name  #QID  #Broker Offset  #Consumer Offset  #Diff  #LastTime
-%RETRY%G1  broker-a      0     2               -1                2      N/A
-T1         broker-a      0     8               8                 0      `+localTime(1700000000000)+`
-T1         broker-a      1     10              4                 6      `+localTime(1700000000000)+`
-T1         broker-b      0     3               0                 3      N/A
+#Topic     #Broker Name  #QID  #Broker Offset  #Consumer Offset  #Diff  #LastTime                #Lag Time
+%RETRY%G1  broker-a      0     2               -1                2      N/A                      unknown
+T1         broker-a      0     8               8                 0      `+localTime(1700000000000)+`  0
+T1         broker-a      1     10              4                 6      `+localTime(1700000000000)+`  unknown
+T1         broker-b      0     3               0                 3      N/A                      unknown
 
 Consume TPS: 1.75
 Diff Total: 11
+Lag Time: unknown
 `, "consumerProgress", "-g", "G1")
 	// The retry topic lives on broker-a only, but every master of its cluster is asked, without a topic.
 	for _, p := range []*fakePeer{f.a0, f.b0} {
@@ -58,6 +59,7 @@ func TestConsumerProgressTopic(t *testing.T) {
   "group": "G1",
   "consumeTps": 0.25,
   "diffTotal": 3,
+  "lagTimeMs": -1,
   "queues": [
     {
       "topic": "T1",
@@ -66,7 +68,8 @@ func TestConsumerProgressTopic(t *testing.T) {
       "brokerOffset": 3,
       "consumerOffset": 0,
       "diff": 3,
-      "lastTimestamp": 0
+      "lastTimestamp": 0,
+      "lagTimeMs": -1
     }
   ]
 }
@@ -100,8 +103,8 @@ func TestConsumerGroupList(t *testing.T) {
 	f.route("%RETRY%G1", 1, "broker-a")
 	f.route("%RETRY%G0", 1, "broker-b") // no member online
 	f.expect(`
-#Group  #Count  #Type  #Model      #TPS  #Diff Total
-G0      0                          1.75  11
-G1      1       PUSH   CLUSTERING  1.75  11
+#Group  #Count  #Type  #Model      #TPS  #Diff Total  #Lag Time
+G0      0                          1.75  11           unknown
+G1      1       PUSH   CLUSTERING  1.75  11           unknown
 `, "consumerProgress")
 }

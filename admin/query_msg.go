@@ -156,7 +156,7 @@ var queryMsgByKeyCommand = &command{
 
 var queryMsgByIDCommand = &command{
 	name:    "queryMsgById",
-	summary: "Show a message by its offset message id",
+	summary: "Show a message by its offset message id, where it was stored and which consumer groups consumed it",
 	args:    "-i <offsetMsgId>",
 	setup: func(fs *pflag.FlagSet) func(context.Context, *Tool) error {
 		var id string
@@ -169,10 +169,17 @@ var queryMsgByIDCommand = &command{
 			if err != nil {
 				return err
 			}
+			// The trace (message_track.go): where it was stored and which groups consumed it. A
+			// failure there still shows the message.
+			tr, err := t.TraceMessage(ctx, *m)
+			if err != nil {
+				t.warnf("cannot tell which groups consumed the message: %v", err)
+			}
 			if t.jsonOut() {
-				return t.printJSON(m)
+				return t.printJSON(tr)
 			}
 			t.printMessage(*m)
+			t.printTrace(tr)
 			return nil
 		}
 	},

@@ -89,6 +89,11 @@ Store Host:          {A0}
 System Flag:         0
 Properties:          {KEYS=k1 k2, TAGS=TagA, UNIQ_KEY=U1}
 Message Body:        hello
+Broker Name:         broker-a
+Stored At:           broker broker-a, queue 1, offset 7, stored `+localTime(ts)+`
+
+MessageTrack [consumerGroup=G1, trackType=NOT_CONSUME_YET, exceptionDesc=null]  (no committed offset on queue 1)
+MessageTrack [consumerGroup=G2, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:the consumer group[G2] not online]  (no committed offset on queue 1)
 `, "queryMsgById", "-i", id1)
 	if got := f.a0.requests(remoting.ViewMessageByID); len(got) != 1 || got[0]["offset"] != "1000" {
 		t.Fatalf("view header %v", got)

@@ -12,7 +12,8 @@ package admin
 // with -c also deletes the group's %RETRY% and %DLQ% topics; here that is left to deleteTopic.
 //
 // consumerConnection: GET_CONSUMER_CONNECTION_LIST (203) to the masters of the group's retry
-// topic route (or -b), members merged by client id. producerConnection: GET_PRODUCER_CONNECTION_LIST
+// topic route (or -b), members merged by client id; each line ends with the brokers the client
+// is connected to (ours, after Java's columns). producerConnection: GET_PRODUCER_CONNECTION_LIST
 // (204) to the masters of the topic's route. Both print Java's layout.
 
 import (
@@ -215,19 +216,20 @@ var deleteSubGroupCommand = &command{
 
 // ConsumerConnection merges GET_CONSUMER_CONNECTION_LIST of group from brokerAddr, or from the
 // masters of the group's retry topic route.
-func (t *Tool) ConsumerConnection(ctx context.Context, group, brokerAddr string) (*protocol.ConsumerConnection, error) {
+// The second result maps each client id to the brokers it is connected to.
+func (t *Tool) ConsumerConnection(ctx context.Context, group, brokerAddr string) (*protocol.ConsumerConnection, map[string][]string, error) {
 	var targets []BrokerAddr
 	if brokerAddr != "" {
 		targets = []BrokerAddr{{Addr: brokerAddr}}
 	} else {
 		rd, err := t.TopicRoute(ctx, message.RetryTopicPrefix+group)
 		if err != nil {
-			return nil, fmt.Errorf("consumer group %s: %w", group, err)
+			return nil, nil, fmt.Errorf("consumer group %s: %w", group, err)
 		}
 		targets = RouteMasters(rd)
 	}
 	merged := &protocol.ConsumerConnection{SubscriptionTable: map[string]protocol.SubscriptionData{}}
-	seen := map[string]protocol.Connection{}
+	seen, at := map[string]protocol.Connection{}, map[string][]string{}
 	var errs []error
 	for _, r := range t.callBrokers(ctx, targets, remoting.GetConsumerConnectionList, map[string]string{"consumerGroup": group}, nil) {
 		if r.Err != nil {
@@ -241,6 +243,7 @@ func (t *Tool) ConsumerConnection(ctx context.Context, group, brokerAddr string)
 		}
 		for _, c := range cc.ConnectionSet {
 			seen[c.ClientID] = c
+			at[c.ClientID] = append(at[c.ClientID], r.Broker.Addr)
 		}
 		maps.Copy(merged.SubscriptionTable, cc.SubscriptionTable)
 		merged.ConsumeType = cmp.Or(merged.ConsumeType, cc.ConsumeType)
@@ -248,21 +251,22 @@ func (t *Tool) ConsumerConnection(ctx context.Context, group, brokerAddr string)
 		merged.ConsumeFromWhere = cmp.Or(merged.ConsumeFromWhere, cc.ConsumeFromWhere)
 	}
 	if len(seen) == 0 {
-		return nil, fmt.Errorf("consumer group %s is not online: %w", group, errors.Join(append(errs, ErrNotFound)...))
+		return nil, nil, fmt.Errorf("consumer group %s is not online: %w", group, errors.Join(append(errs, ErrNotFound)...))
 	}
 	for _, id := range slices.Sorted(maps.Keys(seen)) {
 		merged.ConnectionSet = append(merged.ConnectionSet, seen[id])
 	}
-	return merged, nil
+	return merged, at, nil
 }
 
 // ProducerConnection merges GET_PRODUCER_CONNECTION_LIST of group from the masters of topic's route.
-func (t *Tool) ProducerConnection(ctx context.Context, group, topic string) (*protocol.ProducerConnection, error) {
+// The second result maps each client id to the brokers it is connected to.
+func (t *Tool) ProducerConnection(ctx context.Context, group, topic string) (*protocol.ProducerConnection, map[string][]string, error) {
 	rd, err := t.TopicRoute(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	seen := map[string]protocol.Connection{}
+	seen, at := map[string]protocol.Connection{}, map[string][]string{}
 	var errs []error
 	for _, r := range t.callBrokers(ctx, RouteMasters(rd), remoting.GetProducerConnectionList, map[string]string{"producerGroup": group}, nil) {
 		if r.Err != nil {
@@ -276,16 +280,25 @@ func (t *Tool) ProducerConnection(ctx context.Context, group, topic string) (*pr
 		}
 		for _, c := range pc.ConnectionSet {
 			seen[c.ClientID] = c
+			at[c.ClientID] = append(at[c.ClientID], r.Broker.Addr)
 		}
 	}
 	if len(seen) == 0 {
-		return nil, fmt.Errorf("producer group %s has no connection: %w", group, errors.Join(append(errs, ErrNotFound)...))
+		return nil, nil, fmt.Errorf("producer group %s has no connection: %w", group, errors.Join(append(errs, ErrNotFound)...))
 	}
 	out := &protocol.ProducerConnection{}
 	for _, id := range slices.Sorted(maps.Keys(seen)) {
 		out.ConnectionSet = append(out.ConnectionSet, seen[id])
 	}
-	return out, nil
+	return out, at, nil
+}
+
+// brokersOf renders the brokers a client is connected to, after Java's columns.
+func brokersOf(at map[string][]string, clientID string) string {
+	if len(at[clientID]) == 0 {
+		return ""
+	}
+	return "  broker " + strings.Join(at[clientID], ",")
 }
 
 // versionDesc names a client's remoting version as Java's MQVersion.getVersionDesc for the
@@ -312,7 +325,7 @@ var consumerConnectionCommand = &command{
 			if err := required(fs, "consumerGroup"); err != nil {
 				return err
 			}
-			cc, err := t.ConsumerConnection(ctx, group, broker)
+			cc, at, err := t.ConsumerConnection(ctx, group, broker)
 			if err != nil {
 				return err
 			}
@@ -320,7 +333,7 @@ var consumerConnectionCommand = &command{
 				return t.printJSON(cc)
 			}
 			for i, c := range cc.ConnectionSet {
-				t.printf("%03d  %-36s %-22s %-10s %s\n", i+1, c.ClientID, c.ClientAddr, c.Language, versionDesc(c.Version))
+				t.printf("%03d  %-36s %-22s %-10s %s%s\n", i+1, c.ClientID, c.ClientAddr, c.Language, versionDesc(c.Version), brokersOf(at, c.ClientID))
 			}
 			t.printf("\nBelow is subscription:\n")
 			for i, topic := range slices.Sorted(maps.Keys(cc.SubscriptionTable)) {
@@ -344,7 +357,7 @@ var producerConnectionCommand = &command{
 			if err := required(fs, "producerGroup", "topic"); err != nil {
 				return err
 			}
-			pc, err := t.ProducerConnection(ctx, group, topic)
+			pc, at, err := t.ProducerConnection(ctx, group, topic)
 			if err != nil {
 				return err
 			}
@@ -352,7 +365,7 @@ var producerConnectionCommand = &command{
 				return t.printJSON(pc)
 			}
 			for i, c := range pc.ConnectionSet {
-				t.printf("%04d  %-32s %-22s %-8s %s\n", i+1, c.ClientID, c.ClientAddr, c.Language, versionDesc(c.Version))
+				t.printf("%04d  %-32s %-22s %-8s %s%s\n", i+1, c.ClientID, c.ClientAddr, c.Language, versionDesc(c.Version), brokersOf(at, c.ClientID))
 			}
 			return nil
 		}

@@ -117,6 +117,11 @@ type Broker struct {
 
 	// disk takes the node out of service on a failed write (DLedger mode, broker/diskfail).
 	disk *diskfail.Guard
+	// rates samples the traffic counters for the status page and VIEW_BROKER_STATS_DATA
+	// (statusrates.go); started with the HTTP endpoints (http.go), nil before.
+	rates atomic.Pointer[statusRates]
+	// httpAddr is where the status page answers (http.go), for GET_BROKER_RUNTIME_INFO; nil: off.
+	httpAddr atomic.Pointer[string]
 
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).

@@ -90,6 +90,7 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.GetAllSubscriptionGroupConfig:    c(b.handleGetAllGroupConfig),
 		remoting.GetConsumeStats:                  c(b.handleConsumeStats),
 		remoting.QueryTopicConsumeByWho:           c(b.handleConsumedByWho),
+		remoting.ViewBrokerStatsData:              c(b.handleViewStatsData), // statsdata.go
 
 		// The broker itself: runtime info (handle_runtime.go), HA (ha.go), delay progress
 		// (schedule.go), configuration (brokerconfig.go: allow-listed keys only;

@@ -3,6 +3,7 @@ package broker
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -22,6 +23,10 @@ var statusPagePublicPaths = []string{"/", "/ui", "/ui/common.css", "/ui/common.j
 // endpoint is GET/HEAD only; with httpAuthToken set, all but the page's static files need it
 // (package internal/opshttp).
 func (b *Broker) startHTTP() error {
+	// The rate sampler runs even without the port: VIEW_BROKER_STATS_DATA (statsdata.go) reads it.
+	rates := newStatusRates(b.rateCounters)
+	b.rates.Store(rates)
+	go rates.run(b.stop)
 	if b.cfg.HTTPPort == 0 {
 		return nil
 	}
@@ -39,6 +44,7 @@ func (b *Broker) startHTTP() error {
 		<-b.stop
 		_ = srv.Close()
 	}()
+	b.httpAddr.Store(ptr(advertisedHTTPAddr(ln.Addr().String(), b.cfg.HTTPBindAddress, b.cfg.BrokerIP1)))
 	b.logger.Info("http endpoints", "addr", ln.Addr().String(), "pprof", b.cfg.EnablePprof, "token", b.cfg.HTTPAuthToken != "")
 	if opshttp.Exposed(b.cfg.HTTPBindAddress) && b.cfg.HTTPAuthToken == "" {
 		b.logger.Warn("the HTTP port listens beyond loopback without httpAuthToken: anyone reaching it reads /status and /metrics",
@@ -66,7 +72,8 @@ func (b *Broker) httpHandler() http.Handler {
 		if err != nil {
 			status["storeError"] = err.Error()
 		}
-		b.addStatusLists(status) // statuspage.go: topics, consumer groups and lag
+		b.addStatusLists(status)                 // statuspage.go: topics, consumer groups and lag
+		b.addLiveFigures(status, b.rates.Load()) // statusview.go: rates, uptime, clients, followers
 		if rp, err := b.place.raft(); err == nil {
 			// The same record mqadmin raftStatus gets over remoting.
 			status["raftStatus"] = b.raftStatus(rp)
@@ -77,3 +84,18 @@ func (b *Broker) httpHandler() http.Handler {
 	})
 	return opshttp.Guard(mux, opts, statusPagePublicPaths...)
 }
+
+// advertisedHTTPAddr is the address other processes link to: the listener's, with brokerIP1 as
+// the host when the port is bound to every interface.
+func advertisedHTTPAddr(listen, bind, brokerIP1 string) string {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(bind); bind == "" || (ip != nil && ip.IsUnspecified()) {
+		return net.JoinHostPort(brokerIP1, port)
+	}
+	return net.JoinHostPort(bind, port)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -43,6 +43,19 @@ type outCounters struct{ msgs, bytes atomic.Int64 }
 
 func newStats() *stats { return &stats{started: time.Now()} }
 
+// totals is the topic's messages in (every type) and out (every group), for the status page's
+// per-topic rates (statusview.go).
+func (tm *topicMetrics) totals() (in, out int64) {
+	for i := range tm.in {
+		in += tm.in[i].msgs.Load()
+	}
+	tm.out.Range(func(_, v any) bool {
+		out += v.(*outCounters).msgs.Load()
+		return true
+	})
+	return in, out
+}
+
 func (s *stats) topic(t string) *topicMetrics {
 	if v, ok := s.topics.Load(t); ok {
 		return v.(*topicMetrics)

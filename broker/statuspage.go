@@ -42,6 +42,9 @@ type StatusTopic struct {
 	Perm     int32         `json:"perm"`
 	Messages int64         `json:"messages"`
 	Queues   []StatusQueue `json:"queues"`
+	// InPerSec and OutPerSec: messages stored and delivered per second, now (statusview.go).
+	InPerSec  float64 `json:"inPerSec"`
+	OutPerSec float64 `json:"outPerSec"`
 }
 
 // StatusGroupQueue is a consumer group's position on one queue; Lag is the queue's max offset
@@ -60,6 +63,13 @@ type StatusGroup struct {
 	Topic  string             `json:"topic"`
 	Lag    int64              `json:"lag"`
 	Queues []StatusGroupQueue `json:"queues"`
+	// Online clients of the group, its consume rate (committed offsets per second) and its lag
+	// in time: the age of its oldest unconsumed message, stored at OldestUnconsumed (ms since
+	// the epoch); 0 when it is not behind, -1 when not measured (statusview.go).
+	Online           int     `json:"online"`
+	ConsumePerSec    float64 `json:"consumePerSec"`
+	LagTimeMs        int64   `json:"lagTimeMs"`
+	OldestUnconsumed int64   `json:"oldestUnconsumed,omitempty"`
 }
 
 // queueOffsets is what the assembly reads from the store (a *storage.Store), an interface so

@@ -35,6 +35,7 @@ type Node struct {
 	stop        chan struct{} // closed by Shutdown
 	observerWG  sync.WaitGroup
 	lstats      leaderStats    // leaderstats.go
+	followers   followerLog    // followers.go: what each follower last reported
 	leaderObs   *raft.Observer // feeds watchLeaderChanges
 	voteObs     *raft.Observer // noteVoteRequest (fast failover)
 	logStore    raft.LogStore  // what Raft reads and writes
@@ -132,7 +133,8 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			return nil, fmt.Errorf("dledger: bootstrap: %w", err)
 		}
 	}
-	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport")}
+	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport"),
+		followers: &n.followers}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
 		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure}, tracker

@@ -196,6 +196,7 @@ type raftTransport struct {
 	onHeartbeat func(time.Duration) // benchmarks: each heartbeat's round trip
 	log         hclog.Logger        // nil: silent
 	stall       time.Duration       // pipelineStall; tests shorten it
+	followers   *followerLog        // followers.go; nil: not recorded
 }
 
 // SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
@@ -247,10 +248,15 @@ func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 		err := c.NetworkTransport.AppendEntries(id, target, req, resp)
 		if err == nil {
 			c.onHeartbeat(time.Since(began))
+			c.followers.note(id, target, req, resp)
 		}
 		return err
 	}
-	return c.NetworkTransport.AppendEntries(id, target, req, resp)
+	err := c.NetworkTransport.AppendEntries(id, target, req, resp)
+	if err == nil {
+		c.followers.note(id, target, req, resp)
+	}
+	return err
 }
 
 func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {

@@ -22,6 +22,9 @@ type ClusterView struct {
 	Clusters       []ClusterEntry `json:"clusters"`
 	Topics         []TopicView    `json:"topics"`
 	ConsumerGroups []GroupLag     `json:"consumerGroups"`
+	// Rates is the cluster-wide history of messages in and out per second over the masters,
+	// one point per view (noderuntime.go).
+	Rates []ClusterRate `json:"rates"`
 	// Truncated says a list was cut at its bound (see statuspage.go).
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -59,6 +62,8 @@ type NodeView struct {
 	Lag          int64  `json:"lag"`
 	CommitLogLag int64  `json:"commitLogLag"`
 	Error        string `json:"error,omitempty"`
+	// Runtime is the node's runtime info (nil when it did not answer).
+	Runtime *NodeRuntime `json:"runtime,omitempty"`
 }
 
 // TopicView is one routed topic; Brokers lists each group's queue counts as name:read/write.

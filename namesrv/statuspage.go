@@ -6,6 +6,8 @@ package namesrv
 // /cluster asks the brokers, over remoting, with a short timeout each:
 //   - GET_RAFT_STATUS (32001) of every registered address (a classic broker answers
 //     REQUEST_CODE_NOT_SUPPORTED and is shown without Raft figures);
+//   - GET_BROKER_RUNTIME_INFO (28) of every registered address: version, uptime, sizes, rates
+//     and the broker's own page (noderuntime.go);
 //   - GET_ALL_CONSUMER_OFFSET (43) of every group's master, then GET_CONSUME_STATS (208) for
 //     at most statusMaxGroupsPerBroker of its groups.
 //
@@ -51,9 +53,10 @@ type statusPage struct {
 	s      *Server
 	client *remoting.Client
 
-	mu   sync.Mutex // serialises assembly; guards last
-	last *ClusterView
-	at   time.Time
+	mu    sync.Mutex // serialises assembly; guards last
+	last  *ClusterView
+	at    time.Time
+	rates rateTracker // noderuntime.go
 }
 
 func newStatusPage(s *Server) *statusPage {
@@ -98,17 +101,25 @@ func (p *statusPage) view(ctx context.Context) *ClusterView {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statusViewTimeout)
 	defer cancel()
 	ci := p.s.routes.ClusterInfo()
-	raft := p.raftStatuses(ctx, ci)
+	addrs := registeredAddrs(ci)
+	var raft map[string]raftAnswer
+	var rts map[string]*NodeRuntime
+	var wg sync.WaitGroup
+	wg.Go(func() { raft = p.raftStatuses(ctx, addrs) })
+	wg.Go(func() { rts = p.runtimeInfos(ctx, addrs) })
 	lags := p.consumerLags(ctx, ci)
+	wg.Wait()
 	v := buildClusterView(ci, p.s.routes.topicQueues(), raft, lags, statusMaxTopics)
+	v.Rates = p.rates.update(rts, masterAddrs(ci), time.Now())
+	addRuntimes(v, rts)
 	v.NameServer = p.s.Addr()
 	v.GeneratedAt = time.Now().UnixMilli()
 	p.last, p.at = v, time.Now()
 	return v
 }
 
-// raftStatuses asks every registered address (at most statusMaxBrokers) concurrently.
-func (p *statusPage) raftStatuses(ctx context.Context, ci *protocol.ClusterInfo) map[string]raftAnswer {
+// registeredAddrs lists the registered broker addresses, at most statusMaxBrokers.
+func registeredAddrs(ci *protocol.ClusterInfo) []string {
 	var addrs []string
 	for _, name := range slices.Sorted(maps.Keys(ci.BrokerAddrTable)) {
 		for _, addr := range ci.BrokerAddrTable[name].BrokerAddrs {
@@ -117,6 +128,22 @@ func (p *statusPage) raftStatuses(ctx context.Context, ci *protocol.ClusterInfo)
 			}
 		}
 	}
+	return addrs
+}
+
+// masterAddrs is the set of the groups' registered masters (brokerId 0).
+func masterAddrs(ci *protocol.ClusterInfo) map[string]bool {
+	out := map[string]bool{}
+	for _, bd := range ci.BrokerAddrTable {
+		if addr, ok := bd.BrokerAddrs[protocol.MasterID]; ok {
+			out[addr] = true
+		}
+	}
+	return out
+}
+
+// raftStatuses asks every address concurrently.
+func (p *statusPage) raftStatuses(ctx context.Context, addrs []string) map[string]raftAnswer {
 	out := make(map[string]raftAnswer, len(addrs))
 	var mu sync.Mutex
 	var wg sync.WaitGroup

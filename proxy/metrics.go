@@ -109,17 +109,18 @@ func messageTypeLabel(t rmqpb.MessageType) string {
 	return metrics.MessageTypeNormal
 }
 
-// serveMetrics serves /metrics on host:port until stop closes (with token set, only to requests
+// serveMetrics serves /metrics and the status page on host:port until stop closes (with token set, only to requests
 // that carry it); it returns the bound address.
-func (m *proxyMetrics) serveMetrics(host string, port int, token string, stop <-chan struct{}, log interface{ Error(string, ...any) }) (string, error) {
+func (m *proxyMetrics) serveMetrics(host string, port int, token string, page *proxyStatus, stop <-chan struct{}, log interface{ Error(string, ...any) }) (string, error) {
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return "", err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.registry.Handler())
+	page.register(mux) // statuspage.go: GET / and /status
 	// GET/HEAD only and the optional token, like the broker's and the name server's HTTP ports (internal/opshttp).
-	srv := &http.Server{Handler: opshttp.Guard(mux, opshttp.Options{AuthToken: token}), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: opshttp.Guard(mux, opshttp.Options{AuthToken: token}, statusPagePublicPaths...), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics server stopped", "error", err)

@@ -44,6 +44,8 @@ type Server struct {
 	registrar *producerRegistrar
 	// front4 serves RocketMQ 4.x clients on remotingListenPort (remoting4.go); nil when off.
 	front4 *front4
+	// page is the status page on the metrics port (statuspage.go); nil when that is off.
+	page *proxyStatus
 }
 
 // New listens on the gRPC port (port 0: a free one, see Addr) and starts serving.
@@ -82,7 +84,9 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		if host == "" {
 			host = cfg.ListenHost
 		}
-		if s.metricsAddr, err = s.metrics.serveMetrics(host, cfg.MetricsPromExporterPort, cfg.MetricsAuthToken, s.stopping.Done(), log); err != nil {
+		s.page = newProxyStatus(s)
+		go s.page.run(s.stopping.Done())
+		if s.metricsAddr, err = s.metrics.serveMetrics(host, cfg.MetricsPromExporterPort, cfg.MetricsAuthToken, s.page, s.stopping.Done(), log); err != nil {
 			ln.Close()
 			s.stop()
 			return nil, fmt.Errorf("metricsPromExporterPort %d: %w", cfg.MetricsPromExporterPort, err)
@@ -102,6 +106,9 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	leaders = newLeaderBook(&s.cfg, s.cl, log.Named("leaders"))
 	m.leaders = leaders
 	m.routes = newRouteCache(&s.cfg, s.cl, leaders)
+	if s.page != nil {
+		s.page.attach(m)
+	}
 	m.registrar = newProducerRegistrar(fmt.Sprintf("mqproxy@%s@%d", ln.Addr(), os.Getpid()), s.cl, m.routes, m.clients, log.Named("txn"))
 	s.registrar = m.registrar
 	go m.registrar.run()
@@ -119,6 +126,9 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 		s.registrar.close()
 		_ = s.cl.Close()
 		return nil, err
+	}
+	if s.page != nil {
+		s.page.attachRemoting(s.RemotingAddr())
 	}
 	enforce := cfg.TLSServerMode == remoting.TLSEnforcing
 	go func() { s.done <- s.grpc.Serve(&sniffListener{Listener: ln, tls: tc, enforce: enforce, log: log}) }()

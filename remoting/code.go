@@ -61,6 +61,7 @@ const (
 	GetConsumerRunningInfo           int32 = 307
 	ConsumeMessageDirectly           int32 = 309
 	SendMessageV2                    int32 = 310
+	ViewBrokerStatsData              int32 = 315 // ext statsName, statsKey; body: BrokerStatsData JSON
 	SendBatchMessage                 int32 = 320
 	QueryDataVersion                 int32 = 322
 	SendReplyMessage                 int32 = 324
