@@ -29,10 +29,11 @@ var distBinaries = []string{"mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqbe
 // (scripts/dist.sh), the tarball checked against SHA256SUMS, unpacked with tar into an empty
 // directory; every binary is a static ELF for the architecture (no interpreter, no shared
 // libraries); ./mqnamesrv --version runs with an empty environment and names the stamped
-// version; then the unpacked mqnamesrv and an mqbroker started from the shipped
-// config/dledger/broker-n0.properties, moved to free loopback ports (a one-node group), register,
-// answer /status/ready with 200 and /status with the stamped version, show in the unpacked
-// mqadmin's route, and exit 0 on SIGTERM. The first run compiles the static variant of every
+// version; then the unpacked mqnamesrv and three mqbroker nodes started from the shipped
+// config/dledger/broker-n{0,1,2}.properties, moved to free loopback ports with their Raft peers
+// named by host name (as deploy/ names them), all answer /status/ready with 200 (leader and
+// caught-up followers) and /status with the stamped version, the group's master shows in the
+// unpacked mqadmin's route, and every process exits 0 on SIGTERM. The first run compiles the static variant of every
 // package (minutes on a busy machine); later runs reuse the build cache.
 func TestDist(t *testing.T) {
 	root, err := filepath.Abs("..")
@@ -135,8 +136,8 @@ func checkStatic(t *testing.T, path string) {
 	}
 }
 
-// runFromDist starts the unpacked name server and one broker from the shipped n0 configuration
-// on free loopback ports and checks that they serve.
+// runFromDist starts the unpacked name server and the three nodes of the shipped
+// config/dledger/ files on free loopback ports and checks that they serve.
 func runFromDist(t *testing.T, dir string) {
 	work := t.TempDir()
 	nsAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
@@ -151,42 +152,61 @@ func runFromDist(t *testing.T, dir string) {
 		return namesrvAlive(nsAddr)
 	})
 
-	port, raft, httpPort := freePort(t, 1), freePort(t), freePort(t)
-	br := &proc{name: "dist mqbroker", bin: filepath.Join(dir, "mqbroker"), logPath: filepath.Join(work, "broker.log"),
-		env: []string{"HOME=" + work},
-		args: []string{"-c", filepath.Join(dir, "config/dledger/broker-n0.properties"), "-n", nsAddr,
-			"--listenPort", strconv.Itoa(port), "--dLegerPeers", fmt.Sprintf("n0-127.0.0.1:%d", raft),
-			"--storePathRootDir", filepath.Join(work, "n0"), "--httpPort", strconv.Itoa(httpPort)}}
-	br.start(t)
-	register(t, br)
-	base := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
-	eventually(t, 30*time.Second, "the unpacked broker is ready", func() error {
-		if err := br.exited(); err != nil {
-			return permanent{err}
+	// The three shipped nodes, as the README starts them. Their Raft peers are named by host name
+	// (localhost), as the compose file and the Kubernetes manifests name theirs.
+	var raft [3]int
+	for i := range raft {
+		raft[i] = freePort(t)
+	}
+	peers := fmt.Sprintf("n0-localhost:%d;n1-localhost:%d;n2-localhost:%d", raft[0], raft[1], raft[2])
+	var nodes []*proc
+	var bases, addrs []string
+	for i := range 3 {
+		port, httpPort := freePort(t, 1), freePort(t)
+		br := &proc{name: fmt.Sprintf("dist mqbroker n%d", i), bin: filepath.Join(dir, "mqbroker"),
+			logPath: filepath.Join(work, fmt.Sprintf("n%d.log", i)), env: []string{"HOME=" + work},
+			args: []string{"-c", filepath.Join(dir, fmt.Sprintf("config/dledger/broker-n%d.properties", i)), "-n", nsAddr,
+				"--listenPort", strconv.Itoa(port), "--dLegerPeers", peers,
+				"--storePathRootDir", filepath.Join(work, fmt.Sprintf("n%d", i)), "--httpPort", strconv.Itoa(httpPort)}}
+		br.start(t)
+		register(t, br)
+		nodes = append(nodes, br)
+		bases = append(bases, fmt.Sprintf("http://127.0.0.1:%d", httpPort))
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+	}
+	// Ready: the leader accepts writes, the followers are in touch and caught up (broker/ready.go).
+	for i, base := range bases {
+		eventually(t, 30*time.Second, fmt.Sprintf("unpacked node n%d is ready", i), func() error {
+			if err := nodes[i].exited(); err != nil {
+				return permanent{err}
+			}
+			return wantOK(base + "/status/ready")
+		})
+	}
+	roles := map[string]int{}
+	for i, base := range bases {
+		var st struct {
+			Version struct {
+				Version string `json:"version"`
+			} `json:"version"`
+			Role string `json:"role"`
 		}
-		return wantOK(base + "/status/ready")
-	})
-	var st struct {
-		Version struct {
-			Version string `json:"version"`
-		} `json:"version"`
-		Role string `json:"role"`
+		if err := getJSON(base+"/status", &st); err != nil || st.Version.Version != distVersion {
+			t.Fatalf("n%d /status: %v, version %q, want %q", i, err, st.Version.Version, distVersion)
+		}
+		roles[st.Role]++
 	}
-	if err := getJSON(base+"/status", &st); err != nil || st.Version.Version != distVersion {
-		t.Fatalf("/status: %v, version %q, want %q", err, st.Version.Version, distVersion)
-	}
-	brokerAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	eventually(t, 15*time.Second, "the unpacked mqadmin shows the broker in the route", func() error {
+	eventually(t, 15*time.Second, "the unpacked mqadmin shows the group's master in the route", func() error {
 		cmd := exec.Command(filepath.Join(dir, "mqadmin"), "topicRoute", "-n", nsAddr, "-t", "TBW102")
 		cmd.Env = []string{"HOME=" + work}
 		b, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(b), brokerAddr) {
+		if err != nil || !strings.Contains(string(b), "broker-a") || !containsAny(string(b), addrs) {
 			return fmt.Errorf("mqadmin topicRoute: %v: %s", err, b)
 		}
 		return nil
 	})
-	t.Logf("from the tarball: broker %s (%s) ready, registered with %s", brokerAddr, st.Role, nsAddr)
-	for _, p := range []*proc{br, ns} {
+	t.Logf("from the tarball: three nodes ready (roles %v), registered with %s", roles, nsAddr)
+	for _, p := range append(nodes, ns) {
 		if err := p.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -212,4 +232,14 @@ func wantOK(url string) error {
 		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	return nil
+}
+
+// containsAny reports whether s contains one of subs.
+func containsAny(s string, subs []string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
+			return true
+		}
+	}
+	return false
 }
