@@ -2,7 +2,9 @@ package deploy
 
 import (
 	"fmt"
-	"regexp"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +73,7 @@ func selects(selector, labels any) bool {
 // TestKubernetes checks the manifests against what the binaries load: a StatefulSet per group
 // with as many replicas as dLegerPeers entries, each entry n<ordinal> at the pod's stable name
 // under a headless Service that publishes not-ready pods; every pod's command, expanded as its
-// shell would for each ordinal, loads with its own id in the peers; readiness from the node's
+// shell runs it for each ordinal, loads with its own id in the peers; readiness from the node's
 // /status/ready on the HTTP port the configuration sets; a name server Deployment+Service both
 // brokers and proxies point at; a proxy Deployment; non-root pods.
 func TestKubernetes(t *testing.T) {
@@ -118,7 +120,7 @@ func TestKubernetes(t *testing.T) {
 		}
 		var peers string
 		for i := range replicas {
-			args := shellExpand(t, strs(c, "command"), fmt.Sprintf("%s-%d", name, i), fmt.Sprintf("10.1.0.%d", 10+i))
+			args := shellExpand(t, c, fmt.Sprintf("%s-%d", name, i), fmt.Sprintf("10.1.0.%d", 10+i))
 			if args[0] != "mqbroker" {
 				t.Fatalf("%s runs %q", key, args[0])
 			}
@@ -237,21 +239,35 @@ func namesrvService(t *testing.T, objs map[string]map[string]any) string {
 	return ""
 }
 
-// shellExpand turns a pod's command into the mqbroker command line its shell would run in pod
-// podName with podIP: ["/bin/sh", "-c", "exec mqbroker ..."] with ${HOSTNAME##*-} (the ordinal)
-// and ${POD_IP} expanded, split at blanks. Any other expansion fails the test.
-func shellExpand(t *testing.T, cmd []string, podName, podIP string) []string {
+// shellExpand returns the mqbroker command line a pod's command runs in pod podName with podIP:
+// a ["/bin/sh", "-c", "exec mqbroker ..."] command is run by this machine's /bin/sh with the
+// variables the container's env sets from the pod's name and IP, and a stand-in mqbroker that
+// prints its arguments. The env must set POD_NAME and POD_IP from the downward API.
+func shellExpand(t *testing.T, c any, podName, podIP string) []string {
 	t.Helper()
+	cmd := strs(c, "command")
 	if len(cmd) != 3 || cmd[0] != "/bin/sh" || cmd[1] != "-c" {
 		return cmd
 	}
-	line := strings.NewReplacer("${HOSTNAME##*-}", podName[strings.LastIndex(podName, "-")+1:], "${POD_IP}", podIP).Replace(cmd[2])
-	if m := regexp.MustCompile(`\$\{?[A-Za-z_]`).FindString(line); m != "" || strings.ContainsAny(line, `'"\`) {
-		t.Fatalf("pod command %q: an expansion or quoting the test does not model", cmd[2])
+	from := map[string]string{}
+	for _, e := range list(c, "env") {
+		from[str(e, "name")] = str(e, "valueFrom", "fieldRef", "fieldPath")
 	}
-	f := strings.Fields(line)
-	if f[0] != "exec" {
-		t.Fatalf("pod command %q: want exec (the broker as PID 1 gets SIGTERM)", cmd[2])
+	if from["POD_NAME"] != "metadata.name" || from["POD_IP"] != "status.podIP" {
+		t.Fatalf("container env %v: want POD_NAME from metadata.name and POD_IP from status.podIP", from)
 	}
-	return f[1:]
+	if !strings.HasPrefix(cmd[2], "exec mqbroker ") {
+		t.Fatalf("pod command %q: want exec mqbroker (the broker as PID 1 gets SIGTERM)", cmd[2])
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "mqbroker"), []byte("#!/bin/sh\nprintf '%s\\n' mqbroker \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sh := exec.Command("/bin/sh", "-c", cmd[2])
+	sh.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "POD_NAME=" + podName, "POD_IP=" + podIP}
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatalf("pod command %q under /bin/sh: %v", cmd[2], err)
+	}
+	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
 }
