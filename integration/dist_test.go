@@ -36,6 +36,7 @@ var distBinaries = []string{"mqnamesrv", "mqbroker", "mqadmin", "mqbench", "mqbe
 // unpacked mqadmin's route, and every process exits 0 on SIGTERM. The first run compiles the static variant of every
 // package (minutes on a busy machine); later runs reuse the build cache.
 func TestDist(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
