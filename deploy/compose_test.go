@@ -216,3 +216,24 @@ func checkHealth(t *testing.T, name string, svc any, httpPort int, path string) 
 		t.Errorf("%s: healthcheck reads %q, want http://127.0.0.1:%d%s", name, test[len(test)-1], httpPort, path)
 	}
 }
+
+// port returns the port of a host:port address.
+func port(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	n, err2 := strconv.Atoi(p)
+	if err != nil || err2 != nil {
+		t.Fatalf("address %q has no port", addr)
+	}
+	return n
+}
+
+// host returns the host of a host:port address.
+func host(t *testing.T, addr string) string {
+	t.Helper()
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("address %q: %v", addr, err)
+	}
+	return h
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,25 +166,4 @@ func localPaths(t *testing.T, args []string, files map[string]string) []string {
 		out[i] = p
 	}
 	return out
-}
-
-// port returns the port of a host:port address.
-func port(t *testing.T, addr string) int {
-	t.Helper()
-	_, p, err := net.SplitHostPort(addr)
-	n, err2 := strconv.Atoi(p)
-	if err != nil || err2 != nil {
-		t.Fatalf("address %q has no port", addr)
-	}
-	return n
-}
-
-// host returns the host of a host:port address.
-func host(t *testing.T, addr string) string {
-	t.Helper()
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		t.Fatalf("address %q: %v", addr, err)
-	}
-	return h
 }
