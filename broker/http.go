@@ -12,8 +12,9 @@ import (
 )
 
 // statusPagePublicPaths are the status page's static files (statuspage.go, webui): no data,
-// served without httpAuthToken; the page's script sends the token when it reads /status.
-var statusPagePublicPaths = []string{"/", "/ui", "/ui/common.css", "/ui/common.js"}
+// served without httpAuthToken; the page's script sends the token when it reads /status. So is
+// ReadyPath (ready.go), which probes read without credentials.
+var statusPagePublicPaths = []string{"/", "/ui", "/ui/common.css", "/ui/common.js", ReadyPath}
 
 // startHTTP serves operational endpoints on httpBindAddress:httpPort (0 = off; loopback by
 // default): / (and /ui), an HTML status page (statuspage.go); /status with the broker's
@@ -82,6 +83,7 @@ func (b *Broker) httpHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(status)
 	})
+	mux.HandleFunc(ReadyPath, b.serveReady) // ready.go: readiness for probes, public
 	return opshttp.Guard(mux, opts, statusPagePublicPaths...)
 }
 
