@@ -45,10 +45,11 @@ func (b *Broker) readiness() (bool, string) {
 		return false, "store unavailable"
 	}
 	release()
-	if b.raft == nil {
+	rp, err := b.place.raft()
+	if err != nil {
 		return true, "" // classic master or slave: the store is open and the port listens
 	}
-	return raftReadiness(b.raft.node.Status(), time.Now())
+	return raftReadiness(rp.node.Status(), time.Now())
 }
 
 // raftReadiness is readiness's rule for a Raft node in state st at now.
