@@ -1,6 +1,9 @@
 package broker
 
 import (
+	"os"
+	"regexp"
+	"strconv"
 	"testing"
 
 	"rocketraft/remoting"
@@ -28,6 +31,38 @@ func TestHandlerTable(t *testing.T) {
 	for _, code := range []int32{remoting.PopMessage, remoting.AckMessage, remoting.ChangeMessageInvisibleTime, remoting.BatchAckMessage} {
 		if _, ok := table[code]; !ok {
 			t.Errorf("POP code %d not in the table", code)
+		}
+	}
+}
+
+// TestArchitectureDocNamesEveryCode: docs/architecture.md's table names, for every code the
+// broker serves, an existing file of this package, and names no code the broker does not serve,
+// so a reader can go from a request code to the file that handles it.
+func TestArchitectureDocNamesEveryCode(t *testing.T) {
+	doc, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("(?m)^\\| [A-Z_0-9]+(?: \\(ours\\))? \\| (\\d+) \\| `broker/([a-z_0-9]+\\.go)` \\|")
+	documented := map[int32]string{}
+	for _, m := range row.FindAllStringSubmatch(string(doc), -1) {
+		code, _ := strconv.Atoi(m[1])
+		documented[int32(code)] = m[2]
+	}
+	table := (&Broker{}).handlers()
+	for code := range table {
+		file, ok := documented[code]
+		if !ok {
+			t.Errorf("code %d is served but has no row in docs/architecture.md", code)
+			continue
+		}
+		if _, err := os.Stat(file); err != nil {
+			t.Errorf("code %d: docs/architecture.md names broker/%s: %v", code, file, err)
+		}
+	}
+	for code := range documented {
+		if _, ok := table[code]; !ok {
+			t.Errorf("docs/architecture.md lists code %d, which the broker does not serve", code)
 		}
 	}
 }
