@@ -117,13 +117,5 @@ func lastStoreTime(st *storage.Store, topic string, qid int32, offset int64) int
 	if offset <= 0 {
 		return 0
 	}
-	res := st.GetMessages(topic, qid, offset-1, 1, maxPullBytes, nil)
-	if len(res.Records) == 0 {
-		return 0
-	}
-	v, err := message.ParseView(res.Records[0])
-	if err != nil {
-		return 0
-	}
-	return v.StoreTimestamp()
+	return queueStoreTime(st, topic, qid, offset-1) // metrics_collect.go
 }
