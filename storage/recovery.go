@@ -2,6 +2,7 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"rocketraft/message"
@@ -25,7 +26,15 @@ import (
 //     end: a record's consume-queue unit is written at its stored QUEUEOFFSET only if that is
 //     the queue's next offset, so units are never duplicated and offsets stay dense.
 //  6. Sync what was repaired and write a checkpoint at the new end.
+//
+// After an abnormal stop, every file is synced first (syncEveryFile), so that a writeback error
+// the failed process left unseen fails this start once, as a disk failure.
 func (s *Store) recover(abnormal bool) error {
+	if abnormal {
+		if err := s.syncEveryFile(); err != nil {
+			return err
+		}
+	}
 	cp := s.cp.read()
 	s.cl.segs.mu.RLock()
 	first, last := s.cl.segs.first(), s.cl.segs.last()
@@ -172,6 +181,26 @@ func (s *Store) recover(abnormal bool) error {
 
 	// 6: make the repair durable.
 	return s.flushLogics()
+}
+
+// syncEveryFile syncs every commitlog segment and consume-queue file before an abnormal
+// shutdown's recovery writes anything (see segmentList.syncEvery): every writeback error the
+// failed run left unseen is collected in this one start, which then fails with ErrIO (a disk
+// failure: the broker exits with 74), instead of one error per start or one in service later.
+func (s *Store) syncEveryFile() error {
+	var errs []error
+	if err := s.cl.segs.syncEvery(); err != nil {
+		errs = append(errs, fmt.Errorf("commitlog: %w", err))
+	}
+	for _, q := range s.allQueues() {
+		if err := q.segs.syncEvery(); err != nil {
+			errs = append(errs, fmt.Errorf("consume queue %s-%d: %w", q.topic, q.qid, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: a writeback error left unseen by the previous run: %w", ErrIO, errors.Join(errs...))
+	}
+	return nil
 }
 
 // redispatchUnit writes the consume-queue unit of a record found after the checkpoint, if the

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -386,4 +387,39 @@ func FuzzRecover(f *testing.F) {
 		}
 		checkQueues(t, s2)
 	})
+}
+
+// After an abnormal shutdown, recovery syncs every commitlog segment and consume-queue file,
+// written to or not, so that a writeback error the failed process left unseen fails the start
+// (Linux reports it once, to the next fsync of the file) rather than a write in service later;
+// a start that fails so leaves the store to open on the next start.
+func TestAbnormalRecoverySyncsEveryFile(t *testing.T) {
+	fs := vfs.NewMemFS()
+	s := openT(t, testConfig(fs))
+	for q := int32(0); q < 3; q++ {
+		appendT(t, s, rec(t, "R", q, "x", "", ""))
+	}
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := crashCopy(t, s, fs)
+	before := crashed.Calls(vfs.OpSync)
+	s2 := openT(t, testConfig(crashed))
+	// One commitlog segment and three queue files at least, none of them written by recovery
+	// (the checkpoint covered everything).
+	if n := crashed.Calls(vfs.OpSync) - before; n < 4 {
+		t.Fatalf("recovery synced %d files, want every commitlog and consume-queue file (4)", n)
+	}
+	s2.Close()
+
+	// The same crash, with a sync failing at start: the open fails with ErrIO, and the next
+	// open (the disk fixed) succeeds.
+	again := crashCopy(t, openT(t, testConfig(crashed.Crash())), crashed)
+	again.FailNth(vfs.OpSync, 1)
+	if _, err := Open(testConfig(again)); !errors.Is(err, ErrIO) {
+		t.Fatalf("a failing sync at recovery: open gave %v, want ErrIO (a disk failure)", err)
+	}
+	again.ClearFaults()
+	s3 := openT(t, testConfig(again))
+	s3.Close()
 }

@@ -194,6 +194,20 @@ func (l *segmentList) sync(from, to int64) error {
 	return nil
 }
 
+// syncEvery syncs every segment, written to or not. After an abnormal shutdown this surfaces a
+// writeback error the previous process left unseen: Linux reports such an error once, to the
+// next fsync of the file, so a file recovery does not write would otherwise fail the node later,
+// in service, on its next write (the disk-fault chaos test saw a restarted node exit a second
+// time that way, on a consume queue the failed run had dirtied); Store.syncEveryFile.
+func (l *segmentList) syncEvery() error {
+	for _, s := range l.snapshot() {
+		if err := s.m.Sync(0, int(l.size)); err != nil {
+			return fmt.Errorf("sync %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
 // removeFrom removes every segment starting at or after off; used to truncate a torn tail.
 // With scrub it also zeroes whatever is not zero in [off, end of its segment), so stale bytes
 // can never pass for records after a later crash. Without scrub the caller knows the bytes
