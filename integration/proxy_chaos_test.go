@@ -501,9 +501,14 @@ func TestChaosProxyLeaderKill(t *testing.T) {
 	cp := chaosParamsFromEnv(t)
 	ns := startNamesrv(t)
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
-	g.waitMaster(t, 20*time.Second, nil)
+	master := g.waitMaster(t, 20*time.Second, nil)
 	topic, group := uniq("ChaosProxy"), uniq("GChaosProxy")
 	sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	// The 5.x consumer's start needs the route: the auto-created topic reaches the name server
+	// with the broker's next registration, which a loaded machine can delay past the proxy's start.
+	eventually(t, 20*time.Second, "route of "+topic+" at the name server", func() error {
+		return routeHasBroker(ns.addr, topic, master.addr)
+	})
 	px := startProxy(t, ns)
 	const inv = 10 * time.Second // the least the proxy allows
 	recv := startV5Receiver(t, px.addr, group, topic, inv)
