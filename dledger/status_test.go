@@ -43,6 +43,22 @@ func TestStatusAfterRestartReportsAppliedIndex(t *testing.T) {
 	if want < 20 {
 		t.Fatalf("leader applied %d, want at least 20", want)
 	}
+	// Every node holds and has applied the entries before they stop (a follower outside the
+	// majority can be an entry behind), so n0's log reaches the applied index it restores.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		behind := ""
+		for _, id := range []string{"n0", "n1", "n2"} {
+			if st := c.nodes[id].Status(); st.AppliedIndex < want || st.LastLogIndex < want {
+				behind = id
+			}
+		}
+		if behind == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not apply index %d within 10 s", behind, want)
+		}
+	}
 	for _, id := range []string{"n0", "n1", "n2"} {
 		c.stop(id)
 	}
