@@ -75,6 +75,12 @@ func (m *messaging) callMaster(ctx context.Context, topic, brokerName string, ti
 			res.err = fmt.Errorf("%s (%s): %w", brokerName, addr, err)
 			if !errors.Is(err, remoting.ErrNotSent) {
 				res.unknown = true
+				if errors.Is(err, remoting.ErrConnClosed) {
+					// The broker's connection broke with the request in hand: forget it as
+					// master now, as the client's close hook would a moment later, so the
+					// next request asks the name servers instead of racing that hook.
+					m.leaders.lost(addr)
+				}
 				return res
 			}
 			m.leaders.lost(addr)
