@@ -109,6 +109,9 @@ type Broker struct {
 	pop *popService
 	// sd is what a graceful shutdown drains (shutdown.go).
 	sd shutdownState
+	// raftAdmin serves the Raft administration codes and watches the group's membership
+	// (raftadmin.go, membership.go, digestcheck.go).
+	raftAdmin *raftAdmin
 
 	registerNow chan struct{}
 	stop        chan struct{}
@@ -205,6 +208,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	// Used only where the place forwards writes (forward.go); it dials nothing until then.
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
+	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
+		ns: b.nsClient, peers: b.fwdClient, forward: b.forwardWrite, leaderAddr: b.leaderBrokerAddr,
+		unregister: b.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
 	b.metrics = newBrokerMetrics(b)
 	b.disk.SetLeave(b.leaveOnDiskFailure)
 	return b, nil

@@ -60,21 +60,21 @@ func (rg *raftGroup) proposeDigestChecks(logger hclog.Logger) {
 }
 
 // watchDiverged takes a replica whose digest check failed out of its group, once.
-func (b *Broker) watchDiverged(rp *raftPlace, w *memberWatch) {
+func (ra *raftAdmin) watchDiverged(rp *raftPlace, w *memberWatch) {
 	d := rp.fsm.Diverged()
 	if d == nil || w.divergedHandled {
 		return
 	}
 	w.divergedHandled = true
-	b.logger.Error("this replica diverged from its group: it unregisters, shuts its Raft node down and serves nothing; rebuild it (mqadmin removePeer, delete its data directory, restart with dLegerJoin=true, mqadmin addPeer)",
+	ra.logger.Error("this replica diverged from its group: it unregisters, shuts its Raft node down and serves nothing; rebuild it (mqadmin removePeer, delete its data directory, restart with dLegerJoin=true, mqadmin addPeer)",
 		"detail", d.String())
 	rp.setRole(roleUnknown)
-	b.unregisterAsync()
-	b.wg.Add(1)
+	ra.unregisterAsync()
+	ra.wg.Add(1)
 	go func() {
-		defer b.wg.Done()
+		defer ra.wg.Done()
 		if err := rp.node.Shutdown(); err != nil {
-			b.logger.Warn("shutting down the diverged replica's raft node", "error", err)
+			ra.logger.Warn("shutting down the diverged replica's raft node", "error", err)
 		}
 	}()
 }

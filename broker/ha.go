@@ -4,6 +4,7 @@ package broker
 // describes the roles); this file wires it to the broker and adapts its requests.
 
 import (
+	"context"
 	"net"
 	"strconv"
 
@@ -30,6 +31,10 @@ func (b *Broker) newReplication(part haPart) *replication.Service {
 		role = replication.SyncMaster
 	}
 	peers := b.peerPolicy() // peerlinks.go
+	// The name-server client is made later in New; the lookup reads it when called (membership.go).
+	routes := func(ctx context.Context, ns string) (map[int64]string, error) {
+		return routeBrokerAddrs(ctx, b.nsClient, b.cfg.BrokerName, ns)
+	}
 	return replication.New(replication.Config{
 		Role:             role,
 		Broker:           b.cfg,
@@ -43,7 +48,7 @@ func (b *Broker) newReplication(part haPart) *replication.Service {
 		Offsets:          b.offsets,
 		DelayOffsets:     b.delayOffsets,
 		TriggerRegister:  b.triggerRegister,
-		RouteBrokerAddrs: b.routeBrokerAddrs,
+		RouteBrokerAddrs: routes,
 		SelfAddr:         func() string { return b.brokerAddr },
 		Logger:           b.logger.Named("ha"),
 	})

@@ -101,11 +101,11 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.UpdateBrokerConfig:   c(b.handleUpdateBrokerConfig),
 		remoting.GetBrokerConfig:      c(b.handleGetBrokerConfig),
 
-		// Raft group administration (raftadmin.go); the changes need an admin (raftAdminGuard).
-		remoting.GetRaftStatus:      c(b.handleGetRaftStatus),
-		remoting.TransferRaftLeader: c(b.raftAdminGuard(b.handleTransferRaftLeader)),
-		remoting.AddRaftPeer:        c(b.raftAdminGuard(b.handleAddRaftPeer)),
-		remoting.RemoveRaftPeer:     c(b.raftAdminGuard(b.handleRemoveRaftPeer)),
+		// Raft group administration (raftadmin.go); the changes need an admin (raftAdmin.guard).
+		remoting.GetRaftStatus:      c(b.raftAdmin.handleGetRaftStatus),
+		remoting.TransferRaftLeader: c(b.raftAdmin.guard(b.raftAdmin.handleTransferRaftLeader)),
+		remoting.AddRaftPeer:        c(b.raftAdmin.guard(b.raftAdmin.handleAddRaftPeer)),
+		remoting.RemoveRaftPeer:     c(b.raftAdmin.guard(b.raftAdmin.handleRemoveRaftPeer)),
 	}
 }
 

@@ -77,7 +77,7 @@ func (b *Broker) httpHandler() http.Handler {
 		b.addLiveFigures(status, b.rates.Load()) // statusview.go: rates, uptime, clients, followers
 		if rp, err := b.place.raft(); err == nil {
 			// The same record mqadmin raftStatus gets over remoting.
-			status["raftStatus"] = b.raftStatus(rp)
+			status["raftStatus"] = b.raftAdmin.raftStatus(rp)
 			status["raft"] = rp.node.Status()
 			status["batcher"] = rp.batcher.Stats()
 		}

@@ -38,6 +38,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/dledger"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -69,8 +71,8 @@ const (
 )
 
 // heartbeatTimeout is the node's effective Raft heartbeat timeout.
-func (b *Broker) heartbeatTimeout() time.Duration {
-	if d := b.cfg.DLegerHeartbeatTimeout(); d > 0 {
+func (ra *raftAdmin) heartbeatTimeout() time.Duration {
+	if d := ra.cfg.DLegerHeartbeatTimeout(); d > 0 {
 		return d
 	}
 	return dledger.DefaultHeartbeatTimeout
@@ -79,7 +81,7 @@ func (b *Broker) heartbeatTimeout() time.Duration {
 // removalGrace is how long a node outside the configuration must go without a leader's
 // contact before it counts as removed: a node that joins by snapshot briefly holds the
 // snapshot's older configuration (without itself) while the leader is still feeding it.
-func (b *Broker) removalGrace() time.Duration { return max(4*b.heartbeatTimeout(), 2*time.Second) }
+func (ra *raftAdmin) removalGrace() time.Duration { return max(4*ra.heartbeatTimeout(), 2*time.Second) }
 
 // memberWatch is watchRole's membership and catch-up state; only watchRole's goroutine uses it.
 type memberWatch struct {
@@ -104,73 +106,94 @@ type memberWatch struct {
 	divergedHandled bool // watchDiverged took this node out
 }
 
+// newMemberWatch starts the watch; a node with no configuration yet is joining (dLegerJoin) and
+// gets its join and catch-up logged.
 func newMemberWatch(rp *raftPlace) *memberWatch {
 	return &memberWatch{joining: !rp.node.Membership().Configured}
 }
 
 // watchMembership runs on watchRole's ticks: removal and re-admission, and catch-up logging.
-func (b *Broker) watchMembership(rp *raftPlace, w *memberWatch, now time.Time) {
+func (ra *raftAdmin) watchMembership(rp *raftPlace, w *memberWatch, now time.Time) {
 	if now.Before(w.next) {
 		return
 	}
 	w.next = now.Add(membershipCheckInterval)
-	b.watchDiverged(rp, w)
+	ra.watchDiverged(rp, w)
 	if w.divergedHandled {
 		return
 	}
 	m := rp.node.Membership()
-	b.checkRemoved(rp, w, m, now)
-	b.logCatchUp(rp, w, m, now)
+	ra.checkRemoved(rp, w, m, now)
+	ra.logCatchUp(rp, w, m, now)
 }
 
 // checkRemoved notices this node's removal from (and return to) the configuration.
-func (b *Broker) checkRemoved(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
+func (ra *raftAdmin) checkRemoved(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
 	rg := rp
 	if rg.removed.Load() {
-		if m.Voter || (m.LeaderID != "" && m.LeaderID != rg.selfID) {
+		if backInGroup(m, rg.selfID) {
 			rg.removed.Store(false)
-			b.logger.Info("this node is a member of the Raft group again", "self", rg.selfID, "leader", m.LeaderID)
+			ra.logger.Info("this node is a member of the Raft group again", "self", rg.selfID, "leader", m.LeaderID)
 			return
 		}
 		if !w.reUnregistered && now.Sub(w.removedAt) >= reUnregisterDelay {
 			w.reUnregistered = true
-			b.unregisterAsync()
+			ra.unregisterAsync()
 		}
 		return
 	}
-	noLeader := m.LeaderID == "" || m.LeaderID == rg.selfID
-	if !m.Configured || m.Voter || rg.node.IsLeader() || !noLeader || now.Sub(m.LastContact) < b.removalGrace() {
+	if !outOfGroup(m, rg.selfID, rg.node.IsLeader, now, ra.removalGrace()) {
 		return
 	}
 	rg.removed.Store(true)
 	w.removedAt, w.reUnregistered = now, false
 	rp.setRole(roleUnknown)
-	b.logger.Warn("this node was removed from the Raft group: it is not a voter in the latest configuration and no leader has contacted it since; "+
+	ra.logger.Warn("this node was removed from the Raft group: it is not a voter in the latest configuration and no leader has contacted it since; "+
 		"it unregisters from the name servers, registers nothing and serves no writes from now on, and keeps running so that it can be added back "+
 		"(mqadmin addPeer with the same id); stop it if it is retired",
-		"self", rg.selfID, "group", b.cfg.DLegerGroup, "configurationSize", m.Servers,
+		"self", rg.selfID, "group", ra.cfg.DLegerGroup, "configurationSize", m.Servers,
 		"lastLeaderContact", m.LastContact.Format(time.RFC3339Nano))
-	b.unregisterAsync()
+	ra.unregisterAsync()
+}
+
+// backInGroup reports whether a node that counted itself removed is a member again: a voter in
+// the latest configuration, or contacted by a leader other than itself (added back).
+func backInGroup(m dledger.Membership, self string) bool {
+	return m.Voter || (m.LeaderID != "" && m.LeaderID != self)
+}
+
+// outOfGroup reports whether this node now counts as removed: it has a configuration that does
+// not list it as a voter, it does not lead (leading is asked only then: it asks Raft), knows no
+// other leader, and has not heard from one for grace.
+func outOfGroup(m dledger.Membership, self string, leading func() bool, now time.Time, grace time.Duration) bool {
+	noLeader := m.LeaderID == "" || m.LeaderID == self
+	return m.Configured && !m.Voter && !leading() && noLeader && now.Sub(m.LastContact) >= grace
 }
 
 // unregisterAsync unregisters from every name server without holding up watchRole.
-func (b *Broker) unregisterAsync() {
-	b.wg.Add(1)
+func (ra *raftAdmin) unregisterAsync() {
+	ra.wg.Add(1)
 	go func() {
-		defer b.wg.Done()
-		b.unregisterAll()
+		defer ra.wg.Done()
+		ra.unregister()
 	}()
 }
 
 // logCatchUp logs how a follower that is behind catches up, and when a joining node first
 // hears from the leader and has caught up.
-func (b *Broker) logCatchUp(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
+func (ra *raftAdmin) logCatchUp(rp *raftPlace, w *memberWatch, m dledger.Membership, now time.Time) {
 	r := rp.node.Raft()
 	applied, commit := r.AppliedIndex(), r.CommitIndex()
 	if w.joining {
-		b.logJoining(rp, w, m, applied, commit, now)
+		ra.logJoining(rp, w, m, applied, commit, now)
 	}
-	if rp.role.get() == roleLeader {
+	w.trackLag(applied, commit, rp.role.get() == roleLeader, now, ra.logger, ra.commitLogMax)
+}
+
+// trackLag follows one spell of a follower being behind (applied more than catchUpLag entries
+// short of commit) and logs its start, its progress and its end; a leader is never behind.
+func (w *memberWatch) trackLag(applied, commit uint64, leading bool, now time.Time, logger hclog.Logger, commitLogMax func() int64) {
+	if leading {
 		w.behindSince = time.Time{}
 		return
 	}
@@ -184,15 +207,15 @@ func (b *Broker) logCatchUp(rp *raftPlace, w *memberWatch, m dledger.Membership,
 		w.behindSince, w.behindFrom, w.announced = now, applied, false
 	case lag > catchUpLag && !w.announced && now.Sub(w.behindSince) >= catchUpQuiet:
 		w.announced, w.lastLog, w.lastLogIndex = true, now, applied
-		b.logger.Info("catching up with the leader", "appliedIndex", applied, "commitIndex", commit, "behind", lag)
+		logger.Info("catching up with the leader", "appliedIndex", applied, "commitIndex", commit, "behind", lag)
 	case lag > catchUpLag && w.announced && now.Sub(w.lastLog) >= catchUpLogInterval:
 		rate := float64(applied-w.lastLogIndex) / now.Sub(w.lastLog).Seconds()
 		w.lastLog, w.lastLogIndex = now, applied
-		b.logger.Info("catching up with the leader", "appliedIndex", applied, "commitIndex", commit, "behind", lag,
-			"entriesPerSec", fmt.Sprintf("%.0f", rate), "commitLogMaxOffset", b.commitLogMax())
+		logger.Info("catching up with the leader", "appliedIndex", applied, "commitIndex", commit, "behind", lag,
+			"entriesPerSec", fmt.Sprintf("%.0f", rate), "commitLogMaxOffset", commitLogMax())
 	case lag <= catchUpLag && !w.behindSince.IsZero():
 		if w.announced {
-			b.logger.Info("caught up with the leader", "appliedIndex", applied, "commitIndex", commit,
+			logger.Info("caught up with the leader", "appliedIndex", applied, "commitIndex", commit,
 				"entries", applied-w.behindFrom, "took", now.Sub(w.behindSince).Round(time.Millisecond))
 		}
 		w.behindSince = time.Time{}
@@ -202,13 +225,13 @@ func (b *Broker) logCatchUp(rp *raftPlace, w *memberWatch, m dledger.Membership,
 // logJoining logs a joining node's first contact from the leader and, once its applied index
 // is within catchUpLag of the leader's commit index (asked of the leader itself: a follower's
 // own commit index only covers the entries it has received), the time the catch-up took.
-func (b *Broker) logJoining(rp *raftPlace, w *memberWatch, m dledger.Membership, applied, commit uint64, now time.Time) {
+func (ra *raftAdmin) logJoining(rp *raftPlace, w *memberWatch, m dledger.Membership, applied, commit uint64, now time.Time) {
 	if w.joinedAt.IsZero() {
 		if !m.Configured && m.LeaderID == "" {
 			return
 		}
 		w.joinedAt, w.nextLeaderAsk = now, now
-		b.logger.Info("joining: the leader has added this node; catching up from its snapshot and log", "leader", m.LeaderID, "appliedIndex", applied)
+		ra.logger.Info("joining: the leader has added this node; catching up from its snapshot and log", "leader", m.LeaderID, "appliedIndex", applied)
 		return
 	}
 	if commit == 0 || now.Before(w.nextLeaderAsk) || rp.role.get() == roleLeader {
@@ -217,25 +240,25 @@ func (b *Broker) logJoining(rp *raftPlace, w *memberWatch, m dledger.Membership,
 	w.nextLeaderAsk = now.Add(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), preferredRPCTimeout)
 	defer cancel()
-	addr := b.leaderBrokerAddr(ctx)
+	addr := ra.leaderAddr(ctx)
 	if addr == "" {
 		return
 	}
-	ls, err := b.peerRaftStatus(ctx, addr)
+	ls, err := ra.peerRaftStatus(ctx, addr)
 	if err != nil || ls.Role != protocol.RaftLeader || applied+catchUpLag < ls.CommitIndex {
 		return
 	}
 	w.joining = false
 	took := now.Sub(w.joinedAt)
-	bytes := b.commitLogMax()
-	b.logger.Info("joined the group and caught up", "appliedIndex", applied, "leaderCommitIndex", ls.CommitIndex,
+	bytes := ra.commitLogMax()
+	ra.logger.Info("joined the group and caught up", "appliedIndex", applied, "leaderCommitIndex", ls.CommitIndex,
 		"commitLogBytes", bytes, "took", took.Round(time.Millisecond),
 		"MBps", fmt.Sprintf("%.1f", float64(bytes)/(1<<20)/max(took.Seconds(), 0.001)))
 }
 
 // commitLogMax is the replicated store's commitlog max offset (0 when it cannot be read now).
-func (b *Broker) commitLogMax() int64 {
-	st, release, err := b.acquireStore()
+func (ra *raftAdmin) commitLogMax() int64 {
+	st, release, err := ra.place.acquire()
 	if err != nil {
 		return 0
 	}
@@ -247,72 +270,105 @@ func (b *Broker) commitLogMax() int64 {
 
 // preferredLeaderLoop hands leadership to preferredLeaderId whenever this node is the ready
 // leader and the preferred node is healthy and caught up (see the file comment).
-func (b *Broker) preferredLeaderLoop(rp *raftPlace) {
-	defer b.wg.Done()
-	want := b.cfg.PreferredLeaderID
+func (ra *raftAdmin) preferredLeaderLoop(rp *raftPlace) {
+	defer ra.wg.Done()
+	want := ra.cfg.PreferredLeaderID
 	t := time.NewTimer(preferredCheckInterval)
 	defer t.Stop()
-	healthy := 0
-	backoff := time.Duration(0)
+	var pace preferredPace
 	addr := "" // the preferred node's broker address last found
-	// flaps counts hand-overs that came back to this node within preferredFlapWindow (the
-	// preferred node lost leadership again soon after getting it): each doubles the healthy
-	// streak the next hand-over needs.
-	flaps := 0
-	var handedAt time.Time
 	for {
 		select {
-		case <-b.stop:
+		case <-ra.stop:
 			return
 		case <-t.C:
 		}
 		next := preferredCheckInterval
 		if rp.role.get() != roleLeader || rp.excluded() {
-			healthy = 0
+			pace.healthy = 0
 			t.Reset(next)
 			continue
 		}
-		err := b.checkPreferred(rp, &addr)
-		switch {
-		case err != nil:
-			if healthy > 0 {
-				b.logger.Debug("preferred leader not ready for a transfer", "preferredLeaderId", want, "reason", err)
+		err := ra.checkPreferred(rp, &addr)
+		if err != nil && pace.healthy > 0 {
+			ra.logger.Debug("preferred leader not ready for a transfer", "preferredLeaderId", want, "reason", err)
+		}
+		if pace.observe(err == nil) {
+			if err := ra.transferToPreferred(rp, want); err != nil {
+				next = pace.failed()
+				ra.logger.Warn("leadership transfer to the preferred leader failed; backing off", "preferredLeaderId", want, "retryIn", next, "error", err)
+			} else if pace.handedOver(time.Now()) {
+				ra.logger.Warn("the preferred leader lost leadership soon after the previous hand-over; the next one waits longer",
+					"preferredLeaderId", want, "healthyChecksNeeded", pace.needed())
 			}
-			healthy = 0
-		case healthy+1 < preferredHealthyChecks<<min(flaps, preferredMaxFlapShift):
-			healthy++
-		default:
-			healthy = 0
-			if err := b.transferToPreferred(rp, want); err != nil {
-				backoff = min(max(2*backoff, preferredBackoffMin), preferredBackoffMax)
-				next = backoff
-				b.logger.Warn("leadership transfer to the preferred leader failed; backing off", "preferredLeaderId", want, "retryIn", backoff, "error", err)
-				break
-			}
-			backoff = 0
-			if now := time.Now(); !handedAt.IsZero() && now.Sub(handedAt) < preferredFlapWindow {
-				flaps++
-				b.logger.Warn("the preferred leader lost leadership soon after the previous hand-over; the next one waits longer",
-					"preferredLeaderId", want, "healthyChecksNeeded", preferredHealthyChecks<<min(flaps, preferredMaxFlapShift))
-			} else {
-				flaps = 0
-			}
-			handedAt = time.Now()
 		}
 		t.Reset(next)
 	}
 }
 
+// preferredPace decides when the preferred-leader loop hands over: after a streak of healthy
+// checks, backing off after failed transfers, and asking for a longer streak after each flap.
+// Only the loop's goroutine uses it; the zero value is a fresh start.
+type preferredPace struct {
+	healthy int           // consecutive healthy checks so far
+	backoff time.Duration // wait after the last failed transfer (0: none failed)
+	// flaps counts hand-overs that came back to this node within preferredFlapWindow (the
+	// preferred node lost leadership again soon after getting it): each doubles the healthy
+	// streak the next hand-over needs.
+	flaps    int
+	handedAt time.Time
+}
+
+// needed is the healthy streak the next hand-over needs.
+func (p *preferredPace) needed() int {
+	return preferredHealthyChecks << min(p.flaps, preferredMaxFlapShift)
+}
+
+// observe records one check (healthy: the preferred node may take over) and reports whether the
+// streak is long enough to hand over now; it then starts a new streak.
+func (p *preferredPace) observe(healthy bool) (handOver bool) {
+	switch {
+	case !healthy:
+		p.healthy = 0
+		return false
+	case p.healthy+1 < p.needed():
+		p.healthy++
+		return false
+	}
+	p.healthy = 0
+	return true
+}
+
+// failed records a failed transfer and returns how long to wait before the next check.
+func (p *preferredPace) failed() time.Duration {
+	p.backoff = min(max(2*p.backoff, preferredBackoffMin), preferredBackoffMax)
+	return p.backoff
+}
+
+// handedOver records a hand-over done at now and reports whether it was a flap (leadership came
+// back within preferredFlapWindow of the previous one).
+func (p *preferredPace) handedOver(now time.Time) (flapped bool) {
+	p.backoff = 0
+	flapped = !p.handedAt.IsZero() && now.Sub(p.handedAt) < preferredFlapWindow
+	if flapped {
+		p.flaps++
+	} else {
+		p.flaps = 0
+	}
+	p.handedAt = now
+	return flapped
+}
+
 // transferToPreferred hands leadership to id and logs the outcome.
-func (b *Broker) transferToPreferred(rp *raftPlace, id string) error {
+func (ra *raftAdmin) transferToPreferred(rp *raftPlace, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), preferredTransferWait)
 	defer cancel()
 	start := time.Now()
-	b.logger.Info("handing leadership to the preferred leader: it is a voter, reachable and caught up", "preferredLeaderId", id)
+	ra.logger.Info("handing leadership to the preferred leader: it is a voter, reachable and caught up", "preferredLeaderId", id)
 	if err := rp.node.TransferLeadership(ctx, id); err != nil {
 		return fmt.Errorf("transfer leadership to preferredLeaderId %s: %w", id, err)
 	}
-	b.logger.Info("leadership handed to the preferred leader", "preferredLeaderId", id, "took", time.Since(start).Round(time.Millisecond))
+	ra.logger.Info("leadership handed to the preferred leader", "preferredLeaderId", id, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -321,8 +377,8 @@ var errPreferredNotFound = errors.New("the preferred leader is not registered (o
 
 // checkPreferred reports why the preferred node should not take over now (nil: it may). *addr
 // caches the preferred node's broker address between checks.
-func (b *Broker) checkPreferred(rp *raftPlace, addr *string) error {
-	want := b.cfg.PreferredLeaderID
+func (ra *raftAdmin) checkPreferred(rp *raftPlace, addr *string) error {
+	want := ra.cfg.PreferredLeaderID
 	st := rp.node.Status()
 	voter := false
 	for _, p := range st.Configuration {
@@ -335,19 +391,19 @@ func (b *Broker) checkPreferred(rp *raftPlace, addr *string) error {
 	defer cancel()
 	var rs *protocol.RaftStatus
 	if *addr != "" {
-		if s, err := b.peerRaftStatus(ctx, *addr); err == nil && s.NodeID == want {
+		if s, err := ra.peerRaftStatus(ctx, *addr); err == nil && s.NodeID == want {
 			rs = s
 		}
 	}
 	if rs == nil {
 		*addr = ""
-		a, s, err := b.findPreferred(ctx, rp, want)
+		a, s, err := ra.findPreferred(ctx, rp, want)
 		if err != nil {
 			return err
 		}
 		*addr, rs = a, s
 	}
-	return judgePreferred(rs, st, b.heartbeatTimeout())
+	return judgePreferred(rs, st, ra.heartbeatTimeout())
 }
 
 // judgePreferred decides from the preferred node's own status whether it is following this
@@ -371,7 +427,7 @@ func judgePreferred(rs *protocol.RaftStatus, leader dledger.Status, heartbeat ti
 
 // findPreferred looks for the node answering as want among this broker name's registered
 // addresses: first under the brokerId its dLegerPeers position gives it, then the others.
-func (b *Broker) findPreferred(ctx context.Context, rp *raftPlace, want string) (string, *protocol.RaftStatus, error) {
+func (ra *raftAdmin) findPreferred(ctx context.Context, rp *raftPlace, want string) (string, *protocol.RaftStatus, error) {
 	guess := int64(-1)
 	for i, p := range rp.peers {
 		if p.ID == want {
@@ -379,8 +435,8 @@ func (b *Broker) findPreferred(ctx context.Context, rp *raftPlace, want string) 
 		}
 	}
 	var lastErr error = errPreferredNotFound
-	for _, ns := range b.cfg.NamesrvAddrs() {
-		addrs, err := b.routeBrokerAddrs(ctx, ns)
+	for _, ns := range ra.cfg.NamesrvAddrs() {
+		addrs, err := routeBrokerAddrs(ctx, ra.ns, ra.cfg.BrokerName, ns)
 		if err != nil {
 			lastErr = err
 			continue
@@ -392,10 +448,10 @@ func (b *Broker) findPreferred(ctx context.Context, rp *raftPlace, want string) 
 			}
 		}
 		for _, a := range order {
-			if a == "" || a == b.brokerAddr {
+			if a == "" || a == ra.addr() {
 				continue
 			}
-			rs, err := b.peerRaftStatus(ctx, a)
+			rs, err := ra.peerRaftStatus(ctx, a)
 			if err != nil {
 				lastErr = err
 				continue
@@ -408,35 +464,37 @@ func (b *Broker) findPreferred(ctx context.Context, rp *raftPlace, want string) 
 	return "", nil, fmt.Errorf("find preferred leader %s: %w", want, lastErr)
 }
 
-// routeBrokerAddrs reads this broker group's brokerId -> address map from one name server.
-func (b *Broker) routeBrokerAddrs(ctx context.Context, ns string) (map[int64]string, error) {
-	h := protocol.GetRouteInfoRequestHeader{Topic: b.cfg.BrokerName}
-	resp, err := b.nsClient.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
+// routeBrokerAddrs reads broker group name's brokerId -> address map from name server ns
+// through c (the route of the topic named after the broker group lists its addresses). The
+// preferred-leader search and a classic slave looking for its master (ha.go) both use it.
+func routeBrokerAddrs(ctx context.Context, c raftInvoker, name, ns string) (map[int64]string, error) {
+	h := protocol.GetRouteInfoRequestHeader{Topic: name}
+	resp, err := c.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
 	if err != nil {
-		return nil, fmt.Errorf("route of %s from %s: %w", b.cfg.BrokerName, ns, err)
+		return nil, fmt.Errorf("route of %s from %s: %w", name, ns, err)
 	}
 	if resp.Code != remoting.Success {
-		return nil, fmt.Errorf("route of %s from %s: code %d %s", b.cfg.BrokerName, ns, resp.Code, resp.Remark)
+		return nil, fmt.Errorf("route of %s from %s: code %d %s", name, ns, resp.Code, resp.Remark)
 	}
 	var rd protocol.TopicRouteData
 	if err := protocol.Decode(resp.Body, &rd); err != nil {
-		return nil, fmt.Errorf("decode route of %s: %w", b.cfg.BrokerName, err)
+		return nil, fmt.Errorf("decode route of %s: %w", name, err)
 	}
 	for _, bd := range rd.BrokerDatas {
-		if bd != nil && bd.BrokerName == b.cfg.BrokerName {
+		if bd != nil && bd.BrokerName == name {
 			return bd.BrokerAddrs, nil
 		}
 	}
-	return nil, fmt.Errorf("route of %s from %s lists no such broker", b.cfg.BrokerName, ns)
+	return nil, fmt.Errorf("route of %s from %s lists no such broker", name, ns)
 }
 
 // peerRaftStatus asks another member for its GET_RAFT_STATUS.
-func (b *Broker) peerRaftStatus(ctx context.Context, addr string) (*protocol.RaftStatus, error) {
+func (ra *raftAdmin) peerRaftStatus(ctx context.Context, addr string) (*protocol.RaftStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, preferredRPCTimeout)
 	defer cancel()
-	resp, err := b.fwdClient.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRaftStatus, nil, nil))
+	resp, err := ra.peers.Invoke(ctx, addr, remoting.NewRequest(remoting.GetRaftStatus, nil, nil))
 	if err != nil {
-		b.fwdClient.CloseAddr(addr) // a dead or restarted peer: dial afresh next time
+		ra.peers.CloseAddr(addr) // a dead or restarted peer: dial afresh next time
 		return nil, fmt.Errorf("raft status of %s: %w", addr, err)
 	}
 	if resp.Code != remoting.Success {

@@ -2,11 +2,14 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"rocketraft/config"
+	"rocketraft/dledger"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -127,4 +130,170 @@ func raftStatusOf(t *testing.T, b *Broker) protocol.RaftStatus {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+// adminRaftPlace is a Raft place without a Raft node: enough for what reads only its identity,
+// role and flags.
+func adminRaftPlace(self string, peers ...dledger.Peer) *raftPlace {
+	return &raftPlace{raftGroup: &raftGroup{selfID: self, group: "rb", peers: peers}}
+}
+
+func TestRaftAdminHeartbeatAndRemovalGrace(t *testing.T) {
+	for _, c := range []struct {
+		ms               int64
+		heartbeat, grace time.Duration
+	}{
+		{0, dledger.DefaultHeartbeatTimeout, 2 * time.Second}, // 4 x 500 ms is under the 2 s floor
+		{200, 200 * time.Millisecond, 2 * time.Second},
+		{1500, 1500 * time.Millisecond, 6 * time.Second},
+	} {
+		ra, _, _, _ := testRaftAdmin(nil)
+		ra.cfg.DLegerHeartbeatTimeoutMs = c.ms
+		if hb, g := ra.heartbeatTimeout(), ra.removalGrace(); hb != c.heartbeat || g != c.grace {
+			t.Errorf("dLegerHeartbeatTimeoutMs=%d: heartbeat %v grace %v, want %v %v", c.ms, hb, g, c.heartbeat, c.grace)
+		}
+	}
+}
+
+// A classic broker answers every Raft administration code REQUEST_CODE_NOT_SUPPORTED, naming
+// itself, and never forwards.
+func TestRaftAdminClassicAnswersNotRaft(t *testing.T) {
+	ra, _, _, _ := testRaftAdmin(nil)
+	ra.forward = func(*remoting.Conn, *remoting.Command) *remoting.Command {
+		t.Fatal("a classic broker forwarded a Raft admin request")
+		return nil
+	}
+	handlers := map[string]remoting.Handler{
+		"status":   ra.handleGetRaftStatus,
+		"transfer": ra.guard(ra.handleTransferRaftLeader),
+		"add":      ra.guard(ra.handleAddRaftPeer),
+		"remove":   ra.guard(ra.handleRemoveRaftPeer),
+	}
+	for name, h := range handlers {
+		// No nodeId: the parameter check is a Raft member's; a classic broker says it is none.
+		resp := h(nil, remoting.NewRequest(remoting.AddRaftPeer, nil, nil))
+		want := "broker rb at 127.0.0.1:10911 is not a DLedger broker (enableDLegerCommitLog=false): it has no Raft group"
+		if resp.Code != remoting.RequestCodeNotSupported || resp.Remark != want {
+			t.Errorf("%s: %d %q", name, resp.Code, resp.Remark)
+		}
+	}
+}
+
+// The guard lets a change through with ACL on, or with allowUnauthenticatedRaftAdmin, and on a
+// classic broker (which refuses it as not Raft).
+func TestRaftAdminGuardLetsThrough(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		raft, aclOn bool
+		allowNoAuth bool
+	}{
+		{"classic", false, false, false},
+		{"acl on", true, true, false},
+		{"allow unauthenticated", true, false, true},
+	} {
+		var rp *raftPlace
+		if c.raft {
+			rp = adminRaftPlace("n0")
+		}
+		ra, _, _, out := testRaftAdmin(rp)
+		ra.aclOn, ra.cfg.AllowUnauthenticatedRaftAdmin = c.aclOn, c.allowNoAuth
+		calls := 0
+		h := ra.guard(func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+			calls++
+			return req.NewResponse(remoting.Success, "ran")
+		})
+		resp := h(nil, remoting.NewRequest(remoting.TransferRaftLeader, nil, nil))
+		if calls != 1 || resp.Code != remoting.Success || resp.Remark != "ran" {
+			t.Errorf("%s: handler ran %d times, answer %d %q", c.name, calls, resp.Code, resp.Remark)
+		}
+		if strings.Contains(out.String(), "refused") {
+			t.Errorf("%s: logged a refusal: %s", c.name, out.String())
+		}
+	}
+}
+
+// A Raft member checks the parameters of ADD_RAFT_PEER and REMOVE_RAFT_PEER before anything
+// else.
+func TestRaftAdminPeerParameters(t *testing.T) {
+	ra, _, _, _ := testRaftAdmin(adminRaftPlace("n0"))
+	for _, c := range []struct {
+		h      remoting.Handler
+		ext    map[string]string
+		remark string
+	}{
+		{ra.handleAddRaftPeer, nil, "ADD_RAFT_PEER needs nodeId and peerAddr"},
+		{ra.handleAddRaftPeer, map[string]string{"nodeId": "n3"}, "ADD_RAFT_PEER needs nodeId and peerAddr"},
+		{ra.handleAddRaftPeer, map[string]string{"peerAddr": "127.0.0.1:40911"}, "ADD_RAFT_PEER needs nodeId and peerAddr"},
+		{ra.handleRemoveRaftPeer, nil, "REMOVE_RAFT_PEER needs nodeId"},
+	} {
+		resp := c.h(nil, remoting.NewRequest(remoting.AddRaftPeer, c.ext, nil))
+		if resp.Code != remoting.InvalidParameter || resp.Remark != c.remark {
+			t.Errorf("%v: %d %q, want %q", c.ext, resp.Code, resp.Remark, c.remark)
+		}
+	}
+}
+
+// The remarks name the leader the refusing node reported, or say an election is on, and tell
+// the operator a timed-out change may still complete.
+func TestRaftAdminRemarks(t *testing.T) {
+	rp := adminRaftPlace("n1")
+	ra, _, _, _ := testRaftAdmin(rp)
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&dledger.NotLeaderError{LeaderID: "n2", LeaderAddr: "127.0.0.1:40912"},
+			"node n1 of broker rb is not the Raft leader; the leader is n2 (raft 127.0.0.1:40912)"},
+		{fmt.Errorf("transfer: %w", &dledger.NotLeaderError{}),
+			"node n1 of broker rb is not the Raft leader and no leader is known (election in progress)"},
+		{&dledger.NotLeaderError{LeaderID: "n1"}, // itself: it just lost leadership
+			"node n1 of broker rb is not the Raft leader and no leader is known (election in progress)"},
+		{fmt.Errorf("add voter: %w", context.DeadlineExceeded),
+			"timed out; the change may still complete (check raftStatus): add voter: context deadline exceeded"},
+		{errors.New("disk on fire"), "disk on fire"},
+	} {
+		if got := ra.raftAdminRemark(rp, c.err); got != c.want {
+			t.Errorf("%v: %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestRaftAdminErrorCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int32
+	}{
+		{&dledger.NotLeaderError{LeaderID: "n2"}, remoting.ServiceNotAvailable},
+		{dledger.ErrNotLeader, remoting.ServiceNotAvailable},
+		{fmt.Errorf("remove n9: %w", dledger.ErrUnknownPeer), remoting.InvalidParameter},
+		{&dledger.ConfigError{Key: "peerAddr", Msg: "not host:port"}, remoting.InvalidParameter},
+		{context.DeadlineExceeded, remoting.SystemError},
+		{errors.New("other"), remoting.SystemError},
+	} {
+		if got := raftAdminErrorCode(c.err); got != c.want {
+			t.Errorf("%v: code %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// A change waits what the caller allows, capped, or the default.
+func TestRaftAdminContextTimeout(t *testing.T) {
+	for _, c := range []struct {
+		ext  map[string]string
+		want time.Duration
+	}{
+		{nil, raftAdminDefaultTimeout},
+		{map[string]string{"timeoutMillis": "0"}, raftAdminDefaultTimeout},
+		{map[string]string{"timeoutMillis": "1500"}, 1500 * time.Millisecond},
+		{map[string]string{"timeoutMillis": "3600000"}, raftAdminMaxTimeout},
+	} {
+		before := time.Now()
+		ctx, cancel := raftAdminContext(remoting.NewRequest(remoting.AddRaftPeer, c.ext, nil))
+		after := time.Now()
+		deadline, ok := ctx.Deadline()
+		cancel()
+		if !ok || deadline.Before(before.Add(c.want)) || deadline.After(after.Add(c.want)) {
+			t.Errorf("%v: deadline in %v, want %v", c.ext, deadline.Sub(before), c.want)
+		}
+	}
 }

@@ -32,7 +32,7 @@ func (b *Broker) watchRole(rp *raftPlace) {
 	defer b.wg.Done()
 	if id := b.cfg.PreferredLeaderID; id != "" && id != rp.selfID {
 		b.wg.Add(1)
-		go b.preferredLeaderLoop(rp)
+		go b.raftAdmin.preferredLeaderLoop(rp)
 	}
 	tick := time.NewTicker(leaderPollInterval)
 	defer tick.Stop()
@@ -52,7 +52,7 @@ func (b *Broker) watchRole(rp *raftPlace) {
 				next = roleLeader
 			}
 		case now := <-tick.C:
-			b.watchMembership(rp, members, now)
+			b.raftAdmin.watchMembership(rp, members, now)
 			if rp.role.get() != roleUnknown || rp.excluded() {
 				continue
 			}
