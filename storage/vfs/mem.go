@@ -185,8 +185,12 @@ func (m *MemFS) Map(name string, size int64) (Mapping, error) {
 		f = &memFile{data: make([]byte, size), synced: make([]byte, size), mod: m.clock()}
 		m.files[name] = f
 	}
-	if int64(len(f.data)) != size {
-		return nil, fmt.Errorf("map %s: file has %d bytes, want %d", name, len(f.data), size)
+	if n := int64(len(f.data)); n < size {
+		// Cut short by a crash (FS.Map's contract): extended with zeros, durably.
+		f.data = append(f.data, make([]byte, size-n)...)
+		f.synced = append(f.synced, make([]byte, size-n)...)
+	} else if n > size {
+		return nil, fmt.Errorf("map %s: file has %d bytes, more than the %d expected", name, n, size)
 	}
 	return &memMapping{fs: m, f: f, name: name}, nil
 }

@@ -45,13 +45,29 @@ func (OS) Map(name string, size int64) (Mapping, error) {
 			os.Remove(name)
 			return nil, fmt.Errorf("map %s: preallocate %d bytes: %w", name, size, err)
 		}
+		// The length is file metadata: without a sync of the file, a power loss can keep the
+		// directory entry (synced below) with only the pages written back since.
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("map %s: sync the preallocated file: %w", name, err)
+		}
 		if err := syncDir(filepath.Dir(name)); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("map %s: %w", name, err)
 		}
-	case st.Size() != size:
+	case st.Size() < size:
+		// A file cut short by a power loss before its length was durable (Map's contract).
+		if err := preallocate(f, size); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("map %s: extend the %d-byte file to %d bytes: %w", name, st.Size(), size, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("map %s: sync the extended file: %w", name, err)
+		}
+	case st.Size() > size:
 		f.Close()
-		return nil, fmt.Errorf("map %s: file has %d bytes, want %d", name, st.Size(), size)
+		return nil, fmt.Errorf("map %s: file has %d bytes, more than the %d expected", name, st.Size(), size)
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {

@@ -20,7 +20,11 @@ import (
 // FS is what the store needs from a file system.
 type FS interface {
 	// Map opens the file name, creating it and preallocating it to size bytes if it does not
-	// exist, and maps it read-write. An existing file must have exactly size bytes.
+	// exist, and maps it read-write. An existing file shorter than size is extended with zeros
+	// to size first (durably): a power loss can leave a file Map created shorter than it was
+	// preallocated, holding only the pages written back, and bytes past its end were never
+	// synced data (a sync of written bytes also makes the file's length cover them). An
+	// existing file longer than size is an error: it was made with another size.
 	Map(name string, size int64) (Mapping, error)
 	// WriteFile creates or replaces name with data and syncs it (abort marker, small files).
 	WriteFile(name string, data []byte) error

@@ -42,6 +42,25 @@ func testFS(t *testing.T, fsys FS, root string) {
 	if st, err := fsys.Stat(name); err != nil || st.Size != 8192 || st.IsDir {
 		t.Fatalf("stat %+v %v", st, err)
 	}
+	// A file a power loss cut short (its preallocated length was not durable) maps at full
+	// size: the bytes it kept, then zeros.
+	short := filepath.Join(dir, "00000000000000008192")
+	if err := fsys.WriteFile(short, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err = fsys.Map(short, 8192); err != nil {
+		t.Fatalf("map a short file: %v", err)
+	}
+	if b := m.Bytes(); len(b) != 8192 || string(b[:4]) != "kept" || b[4] != 0 || b[8191] != 0 {
+		t.Fatalf("short file mapped as %d bytes starting %q", len(b), b[:min(8, len(b))])
+	}
+	m.Close()
+	if st, err := fsys.Stat(short); err != nil || st.Size != 8192 {
+		t.Fatalf("short file after map: %+v %v", st, err)
+	}
+	if err := fsys.Remove(short); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := fsys.Stat(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stat missing: %v", err)
 	}
