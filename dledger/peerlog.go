@@ -1,6 +1,7 @@
 package dledger
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,8 +15,11 @@ import (
 // candidate "failed to make requestVote RPC" at every election. peerLog collapses them, per
 // peer: one WARN at the first failure, a WARN summary with the count every peerLogSummaryEvery
 // while the failures go on, and an INFO when the peer answers again (the leader pipelines to it
-// once more) or nothing failed against it for peerLogQuietAfter. Every other line passes
-// through unchanged.
+// once more) or nothing failed against it for peerLogQuietAfter. The few ERROR lines raft writes
+// for an ordinary change of leader or a follower that needs a snapshot (warnInstead) are
+// written at WARN. Every other line passes through unchanged: an ERROR from raft is then
+// something an operator must look at (its log store, snapshots, state files;
+// docs/operations.md "Log levels").
 
 // peerFailureMsgs are the hashicorp/raft messages peerLog collapses (raft's replication.go and
 // raft.go in v1.8); the peer is the "peer" or "target" argument.
@@ -25,6 +29,42 @@ var peerFailureMsgs = map[string]bool{
 	"failed to pipeline appendEntries":        true,
 	"failed to start pipeline replication to": true,
 	"failed to make requestVote RPC":          true,
+	"failed to send snapshot to":              true,
+	"failed to install snapshot":              true, // only the leader's line names a peer
+}
+
+// peerWarnMsg is raft's ERROR line for the expected end of a leadership, not a fault of this
+// node: a leader that was paused, cut off or outvoted learns from a follower that a newer term
+// began (raft's replication.go). The node steps down and follows the new leader by itself.
+const peerWarnMsg = "peer has newer term, stopping replication"
+
+// logNotFoundMsg is raft's ERROR line for an entry missing from the log store. With
+// raft.ErrLogNotFound on the leader's replication path it means a follower (a new node, or one
+// down for long) needs entries already compacted into a snapshot, and raft sends it that
+// snapshot next. raft's other callers of this line panic right after it, so the panic still
+// reports a log store that lost an entry it must have.
+const logNotFoundMsg = "failed to get log"
+
+// warnInstead reports whether a raft ERROR line is an expected event that is written at WARN.
+func warnInstead(msg string, args []any) bool {
+	switch msg {
+	case peerWarnMsg:
+		return true
+	case logNotFoundMsg:
+		err, _ := argValue(args, "error").(error)
+		return errors.Is(err, raft.ErrLogNotFound)
+	}
+	return false
+}
+
+// argValue returns the value of key in hclog's alternating key/value args, or nil.
+func argValue(args []any, key string) any {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == key {
+			return args[i+1]
+		}
+	}
+	return nil
 }
 
 // peerRecoveredMsg is raft's INFO line when it starts pipelining to a follower again, which it
@@ -83,8 +123,14 @@ func (p *peerLog) close() {
 	}
 }
 
+// Error collapses per-peer failures, writes the expected events of warnInstead at WARN and
+// passes every other ERROR through.
 func (p *peerLog) Error(msg string, args ...any) {
-	if !p.collapse(msg, args) {
+	switch {
+	case p.collapse(msg, args):
+	case warnInstead(msg, args):
+		p.Logger.Warn(msg, args...)
+	default:
 		p.Logger.Error(msg, args...)
 	}
 }

@@ -122,3 +122,44 @@ func TestPeerLogQuietEnds(t *testing.T) {
 	var nilLog *peerLog
 	nilLog.close() // a node that never built raft's config
 }
+
+// TestPeerLogLevels: which of raft's ERROR lines stay ERROR. A leadership that ends because a
+// follower saw a newer term, and a follower that needs entries already compacted away (a
+// snapshot follows), are written at WARN; a snapshot that cannot reach a dead follower is
+// collapsed like any other failed RPC to it; raft's own storage failures (and a follower's
+// failed install, which names no peer) stay ERROR.
+func TestPeerLogLevels(t *testing.T) {
+	peer := raft.Server{ID: "n1", Address: "127.0.0.1:40912"}
+	refused := errors.New("connection refused")
+	for _, tc := range []struct {
+		name  string
+		msg   string
+		args  []any
+		level string // the level the line is written at; "" when collapsed into the first-failure WARN
+	}{
+		{"newer term", "peer has newer term, stopping replication", []any{"peer", peer}, "[WARN]"},
+		{"snapshot to dead peer", "failed to send snapshot to", []any{"peer", peer, "error", refused}, ""},
+		{"install RPC to dead peer", "failed to install snapshot", []any{"peer", peer.ID, "id", "1-2-3", "error", refused}, ""},
+		{"follower's own install", "failed to install snapshot", []any{"error", refused}, "[ERROR]"},
+		{"follower behind the compacted log", "failed to get log", []any{"index", 1, "error", raft.ErrLogNotFound}, "[WARN]"},
+		{"log store", "failed to get log", []any{"index", 7, "error", refused}, "[ERROR]"},
+		{"vote persist", "failed to persist vote", []any{"error", refused}, "[ERROR]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out syncBuffer
+			p, _ := newTestPeerLog(&out)
+			defer p.close()
+			p.Log(hclog.Error, tc.msg, tc.args...) // raft reaches Error directly or through Log
+			got := out.String()
+			if tc.level == "" {
+				if out.count("[ERROR]") != 0 || out.count("peer does not answer") != 1 || strings.Contains(got, tc.msg+":") {
+					t.Fatalf("want the line collapsed into one first-failure WARN, got:\n%s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.level) || !strings.Contains(got, tc.msg) || strings.Count(got, "\n") != 1 {
+				t.Fatalf("want one %s line %q, got:\n%s", tc.level, tc.msg, got)
+			}
+		})
+	}
+}
