@@ -217,7 +217,7 @@ func (b *Broker) logJoining(rp *raftPlace, w *memberWatch, m dledger.Membership,
 	w.nextLeaderAsk = now.Add(time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), preferredRPCTimeout)
 	defer cancel()
-	addr := b.leaderBrokerAddr(ctx)
+	addr := b.fwd.leaderBrokerAddr(ctx)
 	if addr == "" {
 		return
 	}

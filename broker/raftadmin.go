@@ -135,7 +135,7 @@ func (b *Broker) onLeader(conn *remoting.Conn, req *remoting.Command, what strin
 		return b.notRaft(req)
 	}
 	if !rp.node.IsLeader() {
-		if resp := b.forwardWrite(conn, req); resp != nil {
+		if resp := b.fwd.forwardWrite(conn, req); resp != nil {
 			return resp
 		}
 		return req.NewResponse(remoting.ServiceNotAvailable, b.notLeaderRemark(rp, nil))
