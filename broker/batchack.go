@@ -20,8 +20,10 @@ import (
 // maxBatchAckOffsets bounds the offsets one BatchAck may name (a bit set of 8 KiB).
 const maxBatchAckOffsets = 64 << 10
 
-func (b *Broker) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+// handleBatchAck serves BATCH_ACK_MESSAGE: a follower forwards it, the leader (or a classic
+// broker) acks each queue's offsets as one replicated change.
+func (s *sender) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := s.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	var body protocol.BatchAckBody
@@ -40,19 +42,19 @@ func (b *Broker) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 			return req.NewResponse(remoting.MessageIllegal, "bad BATCH_ACK_MESSAGE: ack "+strconv.Itoa(i)+" names too many offsets")
 		}
 		n := strconv.Itoa(i)
-		if bad := b.refuseBadNames(req, groupName("consumerGroup of ack "+n, a.ConsumerGroup), topicName("topic of ack "+n, a.Topic)); bad != nil {
+		if bad := s.refuseBadNames(req, groupName("consumerGroup of ack "+n, a.ConsumerGroup), topicName("topic of ack "+n, a.Topic)); bad != nil {
 			return bad
 		}
 	}
 	acked, skipped := 0, 0
-	s := b.pop
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	ps := s.pop
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	for _, a := range body.Acks {
 		k := pop.Key{Group: a.ConsumerGroup, Topic: a.Topic, QueueID: a.QueueID}
 		var offs []int64
 		for _, off := range a.Offsets() {
-			if s.table.Check(k, off, a.PopTime) == pop.Acked {
+			if ps.table.Check(k, off, a.PopTime) == pop.Acked {
 				offs = append(offs, off)
 			} else {
 				skipped++
@@ -61,14 +63,14 @@ func (b *Broker) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 		if len(offs) == 0 {
 			continue
 		}
-		before, _, _ := s.table.Offsets(k)
+		before, _, _ := ps.table.Offsets(k)
 		op := &fsm.MetaOp{Op: fsm.OpPopAck, Pop: &fsm.PopOp{Group: k.Group, Topic: k.Topic, QueueID: k.QueueID, Offsets: offs, PopTime: a.PopTime}}
-		if err := s.commit(op); err != nil {
+		if err := ps.commit(op); err != nil {
 			return metaErrorResponse(req, "batch ack", err)
 		}
 		acked += len(offs)
-		if after, _, _ := s.table.Offsets(k); after > before {
-			b.commitOffset(k.Group, k.Topic, k.QueueID, after)
+		if after, _, _ := ps.table.Offsets(k); after > before {
+			s.commitOffset(k.Group, k.Topic, k.QueueID, after)
 		}
 	}
 	resp := req.NewResponse(remoting.Success, "")

@@ -75,12 +75,11 @@ type Broker struct {
 	// connections (tls.go); nil when off.
 	serverTLS *remoting.ServerTLS
 	clientTLS *tls.Config
-	// DLedger mode: writes a follower forwards to the leader go through fwdClient, to the
-	// address leaderAddrs learned.
-	fwdClient   *remoting.Client
-	leaderAddrs leaderAddrCache
-	stats       *stats
-	metrics     *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
+	// DLedger mode: writes a follower forwards to the leader go through fwdClient (fwd,
+	// forward.go, learns the leader's address).
+	fwdClient *remoting.Client
+	stats     *stats
+	metrics   *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
 	// txn: END_TRANSACTION and the check-back (package broker/txn, wired in transaction.go).
 	txn *txn.Service
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
@@ -129,6 +128,11 @@ type Broker struct {
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).
 	registerUrgent atomic.Bool
+
+	// fwd forwards what a follower may not serve to the leader (forward.go); sender serves
+	// sends, send-backs, END_TRANSACTION and POP batch acks (send.go).
+	fwd    *forwarder
+	sender *sender
 }
 
 // New opens the store and metadata under cfg's paths. It does not listen yet.
@@ -208,11 +212,26 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	// Used only where the place forwards writes (forward.go); it dials nothing until then.
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
+	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
 	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
-		ns: b.nsClient, peers: b.fwdClient, forward: b.forwardWrite, leaderAddr: b.leaderBrokerAddr,
+		ns: b.nsClient, peers: b.fwdClient, forward: b.fwd.forwardWrite, leaderAddr: b.fwd.leaderBrokerAddr,
 		unregister: b.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
 	b.metrics = newBrokerMetrics(b)
 	b.disk.SetLeave(b.leaveOnDiskFailure)
+	b.sender = &sender{
+		cfg: cfg, logger: logger, place: b.place, commitLog: b.commitLog, topics: b.topics, stats: b.stats,
+		delayLevels: b.delayLevels, fwd: b.fwd, txn: b.txn, pop: b.pop,
+		storeHost:              func() netip.AddrPort { return b.storeHost },
+		ensureTopic:            b.ensureTopic,
+		createTopicFromDefault: b.createTopicFromDefault,
+		groupOrCreate:          b.groupOrCreate,
+		brokerPermission:       b.brokerPermission,
+		triggerRegister:        b.triggerRegister,
+		refuseBadNames:         b.refuseBadNames,
+		applyDelay:             b.applyDelay,
+		waitReplicas:           b.waitReplicas,
+		commitOffset:           b.commitOffset,
+	}
 	return b, nil
 }
 

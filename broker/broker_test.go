@@ -9,7 +9,7 @@ import (
 )
 
 func TestWithClusterProperty(t *testing.T) {
-	b := &Broker{cfg: &config.Broker{BrokerClusterName: "C1"}}
+	s := &sender{cfg: &config.Broker{BrokerClusterName: "C1"}}
 	cases := map[string]string{
 		"":                              "CLUSTER\x01C1\x02",
 		"TAGS\x01A\x02":                 "TAGS\x01A\x02CLUSTER\x01C1\x02",
@@ -19,7 +19,7 @@ func TestWithClusterProperty(t *testing.T) {
 		"MYCLUSTER\x01X\x02":            "MYCLUSTER\x01X\x02CLUSTER\x01C1\x02",
 	}
 	for in, want := range cases {
-		if got := b.withCluster(in, message.ReadKnown(in).Has&message.KnownCluster != 0); got != want {
+		if got := s.withCluster(in, message.ReadKnown(in).Has&message.KnownCluster != 0); got != want {
 			t.Errorf("%q: got %q want %q", in, got, want)
 		}
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,8 +40,11 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	t.Cleanup(rp.offsetBatch.close)
 	rp.role.set(roleLeader)
 	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), place: rp, commitLog: rp}
+	b.fwd = &forwarder{place: rp, cfg: cfg, logger: b.logger}
+	b.sender = &sender{cfg: cfg, logger: b.logger, place: rp, commitLog: rp, topics: topics, stats: b.stats, fwd: b.fwd,
+		brokerPermission: b.brokerPermission, storeHost: func() netip.AddrPort { return netip.AddrPort{} }}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
-	srv.Handle(remoting.SendMessage, b.handleSend)
+	srv.Handle(remoting.SendMessage, b.sender.handleSend)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/config"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
@@ -69,6 +72,7 @@ type leaderAddrCache struct {
 	at       time.Time
 }
 
+// get returns the address learned under leaderID while it is fresh (leaderAddrTTL).
 func (c *leaderAddrCache) get(leaderID string, now time.Time) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,60 +82,83 @@ func (c *leaderAddrCache) get(leaderID string, now time.Time) (string, bool) {
 	return c.addr, true
 }
 
+// put remembers addr as leaderID's broker address, learned at now.
 func (c *leaderAddrCache) put(leaderID, addr string, now time.Time) {
 	c.mu.Lock()
 	c.leaderID, c.addr, c.at = leaderID, addr, now
 	c.mu.Unlock()
 }
 
+// forget drops the address after it failed to answer as the leader: look it up again.
 func (c *leaderAddrCache) forget() {
 	c.mu.Lock()
 	c.addr = ""
 	c.mu.Unlock()
 }
 
+// forwarder carries a write (or a leader-only read) that reached a Raft follower to the leader
+// and relays the answer, so clients with a stale route keep succeeding while leadership moves.
+// It is its own type so the forwarding rules (when to retry, when an answer is final, which
+// leader address to trust) can be tested with a fake place and a loopback leader, apart from
+// the handlers that call it.
+type forwarder struct {
+	// place says whether this node forwards at all, whether it decides now, and who leads.
+	place place
+	// client carries the forwarded requests (Broker.fwdClient); nsClient asks the name servers
+	// for the leader's broker address.
+	client, nsClient *remoting.Client
+	leaderAddrs      leaderAddrCache
+	// cfg names the name servers and this broker group.
+	cfg *config.Broker
+	// self is this broker's own address, known once it listens (Broker.Addr): a route naming
+	// it as master is stale.
+	self   func() string
+	stop   <-chan struct{}
+	logger hclog.Logger
+}
+
 // leaderBrokerAddr returns the current Raft leader's broker address, or "" when no leader is
 // known or the name servers do not show one other than this node yet.
-func (b *Broker) leaderBrokerAddr(ctx context.Context) string {
-	id, self := b.place.leaderID()
+func (f *forwarder) leaderBrokerAddr(ctx context.Context) string {
+	id, self := f.place.leaderID()
 	if id == "" || id == self {
 		return ""
 	}
 	now := time.Now()
-	if addr, ok := b.leaderAddrs.get(id, now); ok {
+	if addr, ok := f.leaderAddrs.get(id, now); ok {
 		return addr
 	}
-	for _, ns := range b.cfg.NamesrvAddrs() {
-		addr, err := b.routeMaster(ctx, ns)
+	for _, ns := range f.cfg.NamesrvAddrs() {
+		addr, err := f.routeMaster(ctx, ns)
 		if err != nil {
-			b.logger.Debug("leader address lookup failed", "namesrv", ns, "error", err)
+			f.logger.Debug("leader address lookup failed", "namesrv", ns, "error", err)
 			continue
 		}
-		if addr == "" || addr == b.brokerAddr {
+		if addr == "" || addr == f.self() {
 			continue
 		}
-		b.leaderAddrs.put(id, addr, now)
+		f.leaderAddrs.put(id, addr, now)
 		return addr
 	}
 	return ""
 }
 
 // routeMaster reads brokerId 0's address of this broker group from one name server.
-func (b *Broker) routeMaster(ctx context.Context, ns string) (string, error) {
-	h := protocol.GetRouteInfoRequestHeader{Topic: b.cfg.BrokerName, RegisteredOnly: true}
-	resp, err := b.nsClient.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
+func (f *forwarder) routeMaster(ctx context.Context, ns string) (string, error) {
+	h := protocol.GetRouteInfoRequestHeader{Topic: f.cfg.BrokerName, RegisteredOnly: true}
+	resp, err := f.nsClient.Invoke(ctx, ns, remoting.NewRequest(remoting.GetRouteInfoByTopic, h.ToExt(), nil))
 	if err != nil {
-		return "", fmt.Errorf("route of %s: %w", b.cfg.BrokerName, err)
+		return "", fmt.Errorf("route of %s: %w", f.cfg.BrokerName, err)
 	}
 	if resp.Code != remoting.Success {
-		return "", fmt.Errorf("route of %s: code %d %s", b.cfg.BrokerName, resp.Code, resp.Remark)
+		return "", fmt.Errorf("route of %s: code %d %s", f.cfg.BrokerName, resp.Code, resp.Remark)
 	}
 	var rd protocol.TopicRouteData
 	if err := protocol.Decode(resp.Body, &rd); err != nil {
-		return "", fmt.Errorf("decode route of %s: %w", b.cfg.BrokerName, err)
+		return "", fmt.Errorf("decode route of %s: %w", f.cfg.BrokerName, err)
 	}
 	for _, bd := range rd.BrokerDatas {
-		if bd != nil && bd.BrokerName == b.cfg.BrokerName {
+		if bd != nil && bd.BrokerName == f.cfg.BrokerName {
 			return bd.BrokerAddrs[protocol.MasterID], nil
 		}
 	}
@@ -151,8 +178,8 @@ const forwardWait = 2 * time.Second
 // leader meanwhile): the caller then answers SERVICE_NOT_AVAILABLE or handles it itself.
 // A failure before the request left this node is SERVICE_NOT_AVAILABLE too (nothing happened);
 // a failure after it is SYSTEM_ERROR, since the leader may have stored it.
-func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.forwardRetrying(conn, req, false)
+func (f *forwarder) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return f.forwardRetrying(conn, req, false)
 }
 
 // forwardRetrying forwards req to the leader, trying again every 20 ms for up to forwardWait while
@@ -160,16 +187,16 @@ func (b *Broker) forwardWrite(conn *remoting.Conn, req *remoting.Command) *remot
 // reason other than a final refusal such as a full disk (refusedForGood). It
 // returns nil when this node is, or becomes, the leader, and for reads whenever the leader gave
 // no answer.
-func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
-	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
+func (f *forwarder) forwardRetrying(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
+	if !f.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	deadline := time.Now().Add(forwardWait)
 	for {
-		if b.place.decides() {
+		if f.place.decides() {
 			return nil
 		}
-		resp := b.forward(conn, req, read)
+		resp := f.forward(conn, req, read)
 		if resp != nil && (resp.Code != remoting.ServiceNotAvailable || refusedForGood(resp)) {
 			return resp
 		}
@@ -177,7 +204,7 @@ func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, rea
 			return resp
 		}
 		select {
-		case <-b.stop:
+		case <-f.stop:
 			return resp
 		case <-time.After(20 * time.Millisecond):
 		}
@@ -191,27 +218,30 @@ func (b *Broker) forwardRetrying(conn *remoting.Conn, req *remoting.Command, rea
 // so a reader is not handed an older value in the gap. It returns nil when the leader cannot
 // answer within that time or this node became the leader: the caller then answers itself, from
 // this node's replica.
-func (b *Broker) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.forwardRetrying(conn, req, true)
+func (f *forwarder) forwardRead(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return f.forwardRetrying(conn, req, true)
 }
 
-func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
-	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
+// forward makes one attempt to carry req to the leader (forwardRetrying decides whether to try
+// again): nil when this node does not forward, req was forwarded already, no leader address is
+// known, or (reads) the leader gave no answer.
+func (f *forwarder) forward(conn *remoting.Conn, req *remoting.Command, read bool) *remoting.Command {
+	if !f.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), forwardTimeout)
 	defer cancel()
-	addr := b.leaderBrokerAddr(ctx)
+	addr := f.leaderBrokerAddr(ctx)
 	if addr == "" {
 		return nil
 	}
 	ext := copyExt(req.ExtFields)
-	_, ext[extForwarded] = b.place.leaderID()
+	_, ext[extForwarded] = f.place.leaderID()
 	ext[extBornHost] = conn.RemoteAddr()
 	fwd := remoting.NewRequest(req.Code, ext, req.Body)
-	c, err := b.fwdClient.Conn(ctx, addr)
+	c, err := f.client.Conn(ctx, addr)
 	if err != nil {
-		b.leaderAddrs.forget()
+		f.leaderAddrs.forget()
 		if read {
 			return nil
 		}
@@ -219,15 +249,15 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 	}
 	resp, err := c.Invoke(ctx, fwd)
 	if err != nil {
-		b.leaderAddrs.forget()
-		b.fwdClient.CloseAddr(addr)
+		f.leaderAddrs.forget()
+		f.client.CloseAddr(addr)
 		if read {
 			return nil
 		}
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("forwarding to the leader at %s failed, the outcome is unknown (retry; it may be stored twice): %v", addr, err))
 	}
 	if resp.Code == remoting.ServiceNotAvailable && !refusedForGood(resp) {
-		b.leaderAddrs.forget() // it was not the leader (any more): look it up again next time
+		f.leaderAddrs.forget() // it was not the leader (any more): look it up again next time
 		if read {
 			return nil
 		}
@@ -245,22 +275,39 @@ func (b *Broker) forward(conn *remoting.Conn, req *remoting.Command, read bool) 
 // is certainly not in the log and the next leader can take it. It waits (up to forwardWait) for
 // this node to step down, then forwards; nil means it is still the leader (a transfer that
 // failed) or no leader took it, and the caller answers SERVICE_NOT_AVAILABLE.
-func (b *Broker) forwardUnproposed(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if !b.place.forwardsWrites() || req.Ext(extForwarded) != "" {
+func (f *forwarder) forwardUnproposed(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if !f.place.forwardsWrites() || req.Ext(extForwarded) != "" {
 		return nil
 	}
 	deadline := time.Now().Add(forwardWait)
-	for b.place.decides() {
+	for f.place.decides() {
 		if time.Now().After(deadline) {
 			return nil
 		}
 		select {
-		case <-b.stop:
+		case <-f.stop:
 			return nil
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	return b.forwardWrite(conn, req)
+	return f.forwardWrite(conn, req)
+}
+
+// forwardOrRefuse handles a metadata write that reached a DLedger follower: forward it to the
+// leader and relay the answer, or answer SERVICE_NOT_AVAILABLE (nothing happened). It returns
+// nil on the leader and in classic mode: the caller serves the request itself.
+func (f *forwarder) forwardOrRefuse(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	ok, remark := f.place.writable()
+	if ok {
+		return nil
+	}
+	if fwd := f.forwardWrite(conn, req); fwd != nil {
+		return fwd
+	}
+	if ok, remark = f.place.writable(); ok { // it became the leader while waiting
+		return nil
+	}
+	return req.NewResponse(remoting.ServiceNotAvailable, remark)
 }
 
 // bornHost is the client's address: the connection's peer, or for a write a follower forwarded,

@@ -49,7 +49,7 @@ func TestWaitReplicasAdapter(t *testing.T) {
 func TestEndTransactionAdapter(t *testing.T) {
 	b := classicBroker(t, func(*config.Broker) {})
 	end := func(ext map[string]string) *remoting.Command {
-		return b.handleEndTransaction(nil, remoting.NewRequest(remoting.EndTransaction, ext, nil))
+		return b.sender.handleEndTransaction(nil, remoting.NewRequest(remoting.EndTransaction, ext, nil))
 	}
 	if r := end(map[string]string{"tranStateTableOffset": "0", "commitLogOffset": "0", "commitOrRollback": "8"}); r.Code != remoting.SystemError || !strings.Contains(r.Remark, "producerGroup") {
 		t.Fatalf("no group: %d %q", r.Code, r.Remark)

@@ -16,7 +16,7 @@ import (
 // handleUpdateGroup serves UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (DLedger: forwarded by a follower,
 // proposed through Raft by the leader).
 func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	var gc protocol.SubscriptionGroupConfig
@@ -34,7 +34,7 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 // node whatever cleanOffset says (the replicated op has no such flag); a classic broker deletes
 // them only when cleanOffset is set, as RocketMQ's (fsm.MetaOp.KeepOffsets).
 func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	group := req.Ext("groupName")

@@ -15,7 +15,7 @@ import (
 // handleUpdateTopic serves UPDATE_AND_CREATE_TOPIC. DLedger mode: a follower forwards it to the
 // leader, which answers once the config is committed through Raft and applied on the leader.
 func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	topic := req.Ext("topic")
@@ -66,7 +66,7 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 // leader proposes fsm's deleteTopic, which every node applies to its config, its consumer offsets
 // of the topic and its consume queues (the state machine deletes those deterministically).
 func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	topic := req.Ext("topic")

@@ -33,14 +33,14 @@ type route struct {
 // handlers is the one table of request codes this broker serves.
 func (b *Broker) handlers() map[int32]route {
 	c := func(h remoting.Handler) route { return route{handle: h} }
-	send := route{handle: b.handleSend, how: inlineSend}
+	send := route{handle: b.sender.handleSend, how: inlineSend}
 	return map[int32]route{
 		// Producing (send.go, sendback.go) and transactions (transaction.go).
 		remoting.SendMessage:         send,
 		remoting.SendMessageV2:       send,
 		remoting.SendBatchMessage:    send,
-		remoting.ConsumerSendMsgBack: c(b.handleSendBack),
-		remoting.EndTransaction:      c(b.handleEndTransaction),
+		remoting.ConsumerSendMsgBack: c(b.sender.handleSendBack),
+		remoting.EndTransaction:      c(b.sender.handleEndTransaction),
 
 		// Consuming: pull (pull.go), POP (pop.go, batchack.go), orderly locks (locks.go).
 		remoting.PullMessage:                c(b.handlePull),
@@ -48,7 +48,7 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.PopMessage:                 c(b.handlePopMessage),
 		remoting.AckMessage:                 c(b.handleAckMessage),
 		remoting.ChangeMessageInvisibleTime: c(b.handleChangeInvisibleTime),
-		remoting.BatchAckMessage:            c(b.handleBatchAck),
+		remoting.BatchAckMessage:            c(b.sender.handleBatchAck),
 		remoting.LockBatchMQ:                c(b.handleLockBatch),
 		remoting.UnlockBatchMQ:              c(b.handleUnlockBatch),
 
@@ -118,7 +118,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 		case inOrder:
 			s.HandleInOrder(code, r.handle)
 		case inlineSend:
-			s.HandleInline(code, r.handle, b.sendsInline)
+			s.HandleInline(code, r.handle, b.sender.sendsInline)
 		default:
 			s.Handle(code, r.handle)
 		}

@@ -55,7 +55,7 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
 		return bad
 	}
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	locked, err := b.lockQueues(body.ConsumerGroup, body.ClientID, b.ownQueues(body.MqSet))
@@ -78,7 +78,7 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
 		return bad
 	}
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	mqs := b.ownQueues(body.MqSet)

@@ -341,23 +341,6 @@ func (b *Broker) committedOffset(group, topic string, qid int32) (int64, bool) {
 	return b.place.latestOffset(group, topic, qid)
 }
 
-// forwardOrRefuse handles a metadata write that reached a DLedger follower: forward it to the
-// leader and relay the answer, or answer SERVICE_NOT_AVAILABLE (nothing happened). It returns
-// nil on the leader and in classic mode: the caller serves the request itself.
-func (b *Broker) forwardOrRefuse(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	ok, remark := b.writable()
-	if ok {
-		return nil
-	}
-	if fwd := b.forwardWrite(conn, req); fwd != nil {
-		return fwd
-	}
-	if ok, remark = b.writable(); ok { // it became the leader while waiting
-		return nil
-	}
-	return req.NewResponse(remoting.ServiceNotAvailable, remark)
-}
-
 // metaErrorResponse answers a failed metadata proposal with the code clients react to correctly
 // (errorCode: not leader -> 14, outcome unknown -> 1).
 func metaErrorResponse(req *remoting.Command, what string, err error) *remoting.Command {

@@ -24,7 +24,7 @@ const hotDataWindow = 4 << 30
 // a value a failover could take back; a follower asks the leader (waiting up to forwardWait for
 // one) and answers from its replicated table only when no leader answers.
 func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardRead(conn, req); fwd != nil { // nil on a classic node and on the leader
+	if fwd := b.fwd.forwardRead(conn, req); fwd != nil { // nil on a classic node and on the leader
 		return fwd
 	}
 	resp := req.NewResponse(remoting.Success, "")
@@ -78,7 +78,7 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
 		return bad
 	}
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
 		return fwd
 	}
 	if !b.validOffsetNames(group, topic) {

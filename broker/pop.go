@@ -132,7 +132,7 @@ func parsePopRequest(req *remoting.Command) (*popRequest, error) {
 }
 
 func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	p, err := parsePopRequest(req)
@@ -426,7 +426,7 @@ func ackTarget(req *remoting.Command) (pop.Key, int64, pop.ExtraInfo, error) {
 }
 
 func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	k, off, ei, err := ackTarget(req)
@@ -456,7 +456,7 @@ func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *r
 }
 
 func (b *Broker) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	k, off, ei, err := ackTarget(req)

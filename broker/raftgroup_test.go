@@ -312,7 +312,7 @@ func TestDLegerSendsServedInline(t *testing.T) {
 		h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: topic, DefaultTopic: "TBW102", DefaultTopicQueueNums: 4, QueueID: 0, BornTimestamp: 1}
 		return remoting.NewRequest(remoting.SendMessage, h.ToExt(), []byte("hello"))
 	}
-	if b.sendsInline(v2("Fresh")) || b.sendsInline(v1("Fresh")) {
+	if b.sender.sendsInline(v2("Fresh")) || b.sender.sendsInline(v1("Fresh")) {
 		t.Fatal("a send that creates its topic would be served inline")
 	}
 
@@ -323,10 +323,10 @@ func TestDLegerSendsServedInline(t *testing.T) {
 	if resp, err := c.Invoke(ctx, b.server.Addr(), v2("Fresh")); err != nil || resp.Code != remoting.Success {
 		t.Fatalf("first send (auto-creates the topic): %v %+v", err, resp)
 	}
-	if !b.sendsInline(v2("Fresh")) || !b.sendsInline(v1("Fresh")) {
+	if !b.sender.sendsInline(v2("Fresh")) || !b.sender.sendsInline(v1("Fresh")) {
 		t.Fatal("a send to an existing topic on the leader is not served inline")
 	}
-	if b.sendsInline(v2("%RETRY%pg")) {
+	if b.sender.sendsInline(v2("%RETRY%pg")) {
 		t.Fatal("a send to a retry topic would be served inline")
 	}
 
@@ -373,12 +373,12 @@ func TestDLegerSendsServedInline(t *testing.T) {
 	}
 
 	raftOf(t, b).role.set(roleFollower)
-	if b.sendsInline(v2("Fresh")) {
+	if b.sender.sendsInline(v2("Fresh")) {
 		t.Fatal("a follower (which forwards) would serve a send inline")
 	}
 	raftOf(t, b).role.set(roleLeader)
-	classic := &Broker{cfg: cfg, topics: b.topics, place: &classicPlace{cfg: cfg}}
-	classic.commitLog = classic.place
+	classicPl := &classicPlace{cfg: cfg}
+	classic := &sender{cfg: cfg, topics: b.topics, place: classicPl, commitLog: classicPl}
 	if classic.sendsInline(v2("Fresh")) {
 		t.Fatal("classic mode (appends wait for the store) would serve a send inline")
 	}
@@ -398,7 +398,7 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 	raftOf(t, b).role.set(roleLeader) // what it believed; Raft has no leader
 	h := &protocol.SendMessageRequestHeader{ProducerGroup: "pg", Topic: "T", QueueID: 0, BornTimestamp: 1}
 	send := remoting.NewRequest(remoting.SendMessageV2, h.ToExtV2(), []byte("hello"))
-	if !b.sendsInline(send) {
+	if !b.sender.sendsInline(send) {
 		t.Fatal("the send would not be served inline")
 	}
 

@@ -35,7 +35,7 @@ func (b *Broker) handleResetOffset(conn *remoting.Conn, req *remoting.Command) *
 	if q := req.Ext("queueId"); q != "" && q != "-1" {
 		return req.NewResponse(remoting.SystemError, "resetting a single queue (queueId) is not supported; reset every queue of the topic by timestamp")
 	}
-	if fwd := b.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	force := req.Ext("isForce") == "" || req.ExtBool("isForce")

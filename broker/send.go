@@ -10,13 +10,55 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/broker/meta"
+	"rocketraft/broker/txn"
+	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
+
+// sender owns producing: SEND_MESSAGE (V2, batch) and CONSUMER_SEND_MSG_BACK from the checks to
+// the append and the answer, END_TRANSACTION, and the POP batch ack. It receives what it needs
+// explicitly (the store, the topic table, the forwarder, and func values for steps other parts
+// own: topic and group creation, the broker permission, registration, delay and replication
+// waits), so the send path can be tested with a fake commit log and a fake place, without a
+// broker process.
+type sender struct {
+	cfg    *config.Broker
+	logger hclog.Logger
+	// place says whether this node takes writes now and hands out the store for reads;
+	// commitLog is where records are appended (the place, timed in DLedger mode: metrics.go).
+	place     place
+	commitLog CommitLog
+	topics    *meta.Topics
+	stats     *stats
+	// delayLevels are the configured delay levels (schedule.go) the plan's classification caps at.
+	delayLevels []time.Duration
+	// fwd carries writes a follower received to the leader (forward.go).
+	fwd *forwarder
+	// txn resolves END_TRANSACTION (package broker/txn); pop is POP's in-flight table the batch
+	// ack changes (pop.go, popstate.go).
+	txn *txn.Service
+	pop *popService
+	// storeHost is this broker's store host, known once it listens (stamped on every record).
+	storeHost func() netip.AddrPort
+
+	// Steps owned elsewhere, wired in New.
+	ensureTopic            func(tc *protocol.TopicConfig) (*protocol.TopicConfig, bool, error)
+	createTopicFromDefault func(topic, defaultTopic string, queueNums, sysFlag int32) (*protocol.TopicConfig, bool, error)
+	groupOrCreate          func(name string) (*protocol.SubscriptionGroupConfig, error)
+	brokerPermission       func() int32
+	triggerRegister        func()
+	refuseBadNames         func(req *remoting.Command, checks ...nameCheck) *remoting.Command
+	applyDelay             func(p *sendPlan, props map[string]string)
+	waitReplicas           func(waitStore bool, results []storage.AppendResult) (int32, string)
+	commitOffset           func(group, topic string, qid int32, off int64)
+}
 
 // sendTimeout bounds one append, as RocketMQ's putMessageTimeout.
 const sendTimeout = 8 * time.Second
@@ -25,20 +67,20 @@ const sendTimeout = 8 * time.Second
 // validate, resolve (or auto-create) the topic, encode each message in the
 // stored layout with the store host and time stamped, append, and answer with
 // the offset msgIds and queue offsets.
-func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "")
-	resp.SetExt("MSG_REGION", b.cfg.RegionID)
-	resp.SetExt("TRACE_ON", strconv.FormatBool(b.cfg.TraceOn))
+	resp.SetExt("MSG_REGION", s.cfg.RegionID)
+	resp.SetExt("TRACE_ON", strconv.FormatBool(s.cfg.TraceOn))
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		resp.Code = code
 		resp.Remark = fmt.Sprintf(format, args...)
 		return resp
 	}
-	if ok, _ := b.writable(); !ok {
-		if fwd := b.forwardWrite(conn, req); fwd != nil {
+	if ok, _ := s.place.writable(); !ok {
+		if fwd := s.fwd.forwardWrite(conn, req); fwd != nil {
 			return fwd
 		}
-		if ok, remark := b.writable(); !ok { // else it became the leader while waiting
+		if ok, remark := s.place.writable(); !ok { // else it became the leader while waiting
 			return fail(remoting.ServiceNotAvailable, "%s", remark)
 		}
 	}
@@ -62,17 +104,17 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if len(req.Body) == 0 {
 		return fail(remoting.MessageIllegal, "the message body is empty")
 	}
-	if len(req.Body) > b.cfg.MaxMessageSize {
-		return fail(remoting.MessageIllegal, "the message body size %d exceeds maxMessageSize %d", len(req.Body), b.cfg.MaxMessageSize)
+	if len(req.Body) > s.cfg.MaxMessageSize {
+		return fail(remoting.MessageIllegal, "the message body size %d exceeds maxMessageSize %d", len(req.Body), s.cfg.MaxMessageSize)
 	}
 	if len(h.Properties) > message.MaxPropertiesLength {
 		return fail(remoting.MessageIllegal, "the message properties length %d exceeds %d", len(h.Properties), message.MaxPropertiesLength)
 	}
-	if !protocol.IsWriteable(b.brokerPermission()) {
-		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+	if !protocol.IsWriteable(s.brokerPermission()) {
+		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", s.cfg.BrokerName)
 	}
 
-	tc, code, remark := b.resolveSendTopic(h)
+	tc, code, remark := s.resolveSendTopic(h)
 	if tc == nil {
 		return fail(code, "%s", remark)
 	}
@@ -91,7 +133,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		p.sysFlag |= message.SysFlagMultiTags
 	}
 	if p.retry {
-		if code, remark := b.applyRetryPolicy(h, p); code != remoting.Success {
+		if code, remark := s.applyRetryPolicy(h, p); code != remoting.Success {
 			return fail(code, "%s", remark)
 		}
 	}
@@ -105,33 +147,33 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if batch && p.known.TransactionFlag() {
 		return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
 	}
-	if code, remark := p.classify(batch, b.delayLevels, now); code != remoting.Success {
+	if code, remark := p.classify(batch, s.delayLevels, now); code != remoting.Success {
 		return fail(code, "%s", remark)
 	}
 	switch p.kind {
 	case kindHalf:
 		toHalfMessage(p)
 	case kindDelay, kindTimer:
-		b.applyDelay(p, nil)
+		s.applyDelay(p, nil)
 	}
 
-	records, err := b.encodeSend(bornHost(conn, req), h, p, req.Body, batch, now)
+	records, err := s.encodeSend(bornHost(conn, req), h, p, req.Body, batch, now)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
-	s := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
-	alog, async := b.commitLog.(asyncCommitLog)
+	inf := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
+	alog, async := s.commitLog.(asyncCommitLog)
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		results, err := b.commitLog.Append(ctx, records)
-		return b.finishSend(s, results, err)
+		results, err := s.commitLog.Append(ctx, records)
+		return s.finishSend(inf, results, err)
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send.
 	answer := conn.Defer(req)
 	alog.AppendFunc(now.Add(sendTimeout), records, func(results []storage.AppendResult, err error) {
-		finish := func() *remoting.Command { return b.finishSend(s, results, err) }
+		finish := func() *remoting.Command { return s.finishSend(inf, results, err) }
 		if errors.Is(err, dledger.ErrNotLeader) {
 			go answer.Answer(finish) // forwards to the new leader: may wait
 			return
@@ -152,32 +194,32 @@ type sendInFlight struct {
 }
 
 // finishSend turns an append's outcome into the send's answer.
-func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err error) *remoting.Command {
-	resp, h, p := s.resp, s.h, s.plan
+func (s *sender) finishSend(inf *sendInFlight, results []storage.AppendResult, err error) *remoting.Command {
+	resp, h, p := inf.resp, inf.h, inf.plan
 	if errors.Is(err, dledger.ErrNotLeader) {
 		// Leadership moved before the records were proposed (a transfer, or a lost lease): they
 		// are not in the log, so the new leader can take them, and a client with a stale route
 		// keeps succeeding.
-		if fwd := b.forwardUnproposed(s.conn, s.req); fwd != nil {
+		if fwd := s.fwd.forwardUnproposed(inf.conn, inf.req); fwd != nil {
 			return fwd
 		}
 	}
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
-		b.logger.Warn("append failed", "topic", p.topic, "error", err)
+		s.logger.Warn("append failed", "topic", p.topic, "error", err)
 		resp.Code, resp.Remark = errorCode(err)
-		markRefusal(s.req, resp, err)
+		markRefusal(inf.req, resp, err)
 		return resp
 	}
 	if errors.Is(err, storage.ErrFlushDiskTimeout) {
 		resp.Code = remoting.FlushDiskTimeout
 		resp.Remark = "the message is stored, but the disk flush timed out"
 	}
-	if code, remark := b.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go, broker/replication)
+	if code, remark := s.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go, broker/replication)
 		resp.Code, resp.Remark = code, remark
 	}
-	b.stats.recordSend(h.Topic, p, s.records)
-	resp.SetExt("msgId", b.msgIDs(results))
-	resp.SetExt("queueId", strconv.FormatInt(int64(s.respQueueID), 10))
+	s.stats.recordSend(h.Topic, p, inf.records)
+	resp.SetExt("msgId", s.msgIDs(results))
+	resp.SetExt("queueId", strconv.FormatInt(int64(inf.respQueueID), 10))
 	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
 }
@@ -188,31 +230,31 @@ func (b *Broker) finishSend(s *sendInFlight, results []storage.AppendResult, err
 // later (conn.Defer), so nothing waits. Everything that could wait goes to a worker as other
 // requests do: a follower forwards to the leader, a new topic or a retry topic is created through
 // Raft, and classic mode appends (and may wait for a flush or a slave) on the handler goroutine.
-func (b *Broker) sendsInline(req *remoting.Command) bool {
-	if _, async := b.commitLog.(asyncCommitLog); !async || !b.place.decides() {
+func (s *sender) sendsInline(req *remoting.Command) bool {
+	if _, async := s.commitLog.(asyncCommitLog); !async || !s.place.decides() {
 		return false
 	}
 	topic := req.Ext("topic")
 	if req.Code != remoting.SendMessage {
 		topic = req.Ext("b") // SEND_MESSAGE_V2's short names
 	}
-	return !strings.HasPrefix(topic, message.RetryTopicPrefix) && b.topics.Exists(topic)
+	return !strings.HasPrefix(topic, message.RetryTopicPrefix) && s.topics.Exists(topic)
 }
 
 // resolveSendTopic finds the target topic, creating it from the default topic
 // or as a retry/DLQ topic where RocketMQ would.
-func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protocol.TopicConfig, int32, string) {
-	if tc := b.topics.Get(h.Topic); tc != nil {
+func (s *sender) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protocol.TopicConfig, int32, string) {
+	if tc := s.topics.Get(h.Topic); tc != nil {
 		return tc, remoting.Success, ""
 	}
 	var tc *protocol.TopicConfig
 	var created bool
 	var err error
 	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) || strings.HasPrefix(h.Topic, message.DLQTopicPrefix) {
-		tc, created, err = b.ensureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
+		tc, created, err = s.ensureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
 			Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 	} else {
-		tc, created, err = b.createTopicFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
+		tc, created, err = s.createTopicFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
 	}
 	if err != nil {
 		code, remark := errorCode(err)
@@ -222,8 +264,8 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 		return nil, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
 	}
 	if created {
-		b.logger.Info("auto-created topic", "topic", h.Topic, "queues", tc.WriteQueueNums, "defaultTopic", h.DefaultTopic)
-		b.triggerRegister()
+		s.logger.Info("auto-created topic", "topic", h.Topic, "queues", tc.WriteQueueNums, "defaultTopic", h.DefaultTopic)
+		s.triggerRegister()
 	}
 	return tc, remoting.Success, ""
 }
@@ -231,9 +273,9 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 // applyRetryPolicy handles a message sent to %RETRY%<group>: the group must
 // exist, and a message past its retry limit goes to %DLQ%<group> instead
 // (RocketMQ 4.x's rule: reconsumeTimes >= max), which p's target then names.
-func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendPlan) (int32, string) {
+func (s *sender) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendPlan) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
-	gc, err := b.groupOrCreate(group)
+	gc, err := s.groupOrCreate(group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return code, fmt.Sprintf("subscription group %s: %s", group, remark)
@@ -249,12 +291,12 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendP
 		return remoting.Success, ""
 	}
 	dlq := message.DLQTopicPrefix + group
-	if _, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
+	if _, created, err := s.ensureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag}); err != nil {
 		code, remark := errorCode(err)
 		return code, fmt.Sprintf("create DLQ topic %s: %s", dlq, remark)
 	} else if created {
-		b.triggerRegister()
+		s.triggerRegister()
 	}
 	p.toDLQTarget(dlq)
 	return remoting.Success, ""
@@ -262,7 +304,7 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendP
 
 // encodeSend turns the request into stored records for p's target: one for a single send,
 // one per entry for a batch, all stamped with the same store time.
-func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, p *sendPlan, body []byte, batch bool, now time.Time) ([][]byte, error) {
+func (s *sender) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, p *sendPlan, body []byte, batch bool, now time.Time) ([][]byte, error) {
 	m := &message.Message{
 		Topic:          p.topic,
 		QueueID:        p.queueID,
@@ -270,13 +312,13 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 		BornTimestamp:  h.BornTimestamp,
 		BornHost:       bornHost,
 		StoreTimestamp: now.UnixMilli(),
-		StoreHost:      b.storeHost,
+		StoreHost:      s.storeHost(),
 		ReconsumeTimes: h.ReconsumeTimes,
 	}
 	if !batch {
 		m.Flag = h.Flag
 		m.Body = body
-		m.Properties = b.withCluster(p.props, p.known.Has&message.KnownCluster != 0)
+		m.Properties = s.withCluster(p.props, p.known.Has&message.KnownCluster != 0)
 		rec, err := message.EncodeRecord(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)
@@ -301,7 +343,7 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 		}
 		m.Flag = e.Flag
 		m.Body = e.Body
-		m.Properties = b.withCluster(e.Properties, k.Has&message.KnownCluster != 0)
+		m.Properties = s.withCluster(e.Properties, k.Has&message.KnownCluster != 0)
 		rec, err := message.EncodeRecord(m)
 		if err != nil {
 			return nil, fmt.Errorf("encode batch message: %w", err)
@@ -311,9 +353,9 @@ func (b *Broker) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 	return records, nil
 }
 
-func (b *Broker) msgIDs(results []storage.AppendResult) string {
+func (s *sender) msgIDs(results []storage.AppendResult) string {
 	if len(results) == 1 {
-		return message.OffsetMsgID(b.storeHost, results[0].PhysicalOffset)
+		return message.OffsetMsgID(s.storeHost(), results[0].PhysicalOffset)
 	}
 	var sb strings.Builder
 	sb.Grow(33 * len(results))
@@ -321,7 +363,7 @@ func (b *Broker) msgIDs(results []storage.AppendResult) string {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString(message.OffsetMsgID(b.storeHost, r.PhysicalOffset))
+		sb.WriteString(message.OffsetMsgID(s.storeHost(), r.PhysicalOffset))
 	}
 	return sb.String()
 }

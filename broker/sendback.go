@@ -65,18 +65,18 @@ func parseSendBackHeader(ext map[string]string) (*sendBackHeader, error) {
 }
 
 // handleSendBack serves CONSUMER_SEND_MSG_BACK.
-func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (s *sender) handleSendBack(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "")
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		resp.Code = code
 		resp.Remark = fmt.Sprintf(format, args...)
 		return resp
 	}
-	if ok, _ := b.writable(); !ok {
-		if fwd := b.forwardWrite(conn, req); fwd != nil {
+	if ok, _ := s.place.writable(); !ok {
+		if fwd := s.fwd.forwardWrite(conn, req); fwd != nil {
 			return fwd
 		}
-		if ok, remark := b.writable(); !ok {
+		if ok, remark := s.place.writable(); !ok {
 			return fail(remoting.ServiceNotAvailable, "%s", remark)
 		}
 	}
@@ -84,10 +84,10 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if err != nil {
 		return fail(remoting.SystemError, "bad send-back header: %v", err)
 	}
-	if bad := b.refuseBadNames(req, consumerGroupName("group", h.Group)); bad != nil {
+	if bad := s.refuseBadNames(req, consumerGroupName("group", h.Group)); bad != nil {
 		return bad
 	}
-	gc, err := b.groupOrCreate(h.Group)
+	gc, err := s.groupOrCreate(h.Group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return fail(code, "subscription group %s: %s", h.Group, remark)
@@ -95,14 +95,14 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if gc == nil {
 		return fail(remoting.SubscriptionGroupNotExist, "subscription group not exist, %s", h.Group)
 	}
-	if !protocol.IsWriteable(b.brokerPermission()) {
-		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
+	if !protocol.IsWriteable(s.brokerPermission()) {
+		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", s.cfg.BrokerName)
 	}
 	if gc.RetryQueueNums <= 0 {
 		return resp // RocketMQ: the group wants no retries; the message is dropped
 	}
 
-	orig, err := b.readOriginal(h.Offset)
+	orig, err := s.readOriginal(h.Offset)
 	if err != nil {
 		return fail(remoting.SystemError, "look message by offset failed, %d: %v", h.Offset, err)
 	}
@@ -115,26 +115,26 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if toDLQ {
 		topic, queues = message.DLQTopicPrefix+h.Group, 1
 	}
-	tc, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
+	tc, created, err := s.ensureTopic(&protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 	if err != nil {
 		code, remark := errorCode(err)
 		return fail(code, "create topic %s: %s", topic, remark)
 	}
 	if created {
-		b.logger.Info("created topic for send-back", "topic", topic, "queues", queues)
-		b.triggerRegister()
+		s.logger.Info("created topic for send-back", "topic", topic, "queues", queues)
+		s.triggerRegister()
 	}
 	if !protocol.IsWriteable(tc.Perm) {
 		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", topic)
 	}
 
 	now := time.Now()
-	p, origTopic := b.sendBackPlan(orig, h, topic, tc, toDLQ)
+	p, origTopic := s.sendBackPlan(orig, h, topic, tc, toDLQ)
 	m := &message.Message{
 		Topic: p.topic, QueueID: p.queueID, Flag: orig.Flag, SysFlag: p.sysFlag,
 		BornTimestamp: orig.BornTimestamp, BornHost: orig.BornHost,
-		StoreTimestamp: now.UnixMilli(), StoreHost: b.storeHost,
+		StoreTimestamp: now.UnixMilli(), StoreHost: s.storeHost(),
 		ReconsumeTimes: orig.ReconsumeTimes + 1, Body: orig.Body, Properties: p.props,
 	}
 	rec, err := message.EncodeRecord(m)
@@ -144,26 +144,26 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	records := [][]byte{rec}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
-	results, err := b.commitLog.Append(ctx, records)
+	results, err := s.commitLog.Append(ctx, records)
 	if errors.Is(err, dledger.ErrNotLeader) {
-		if fwd := b.forwardUnproposed(conn, req); fwd != nil {
+		if fwd := s.fwd.forwardUnproposed(conn, req); fwd != nil {
 			return fwd
 		}
 	}
 	if err != nil && !errors.Is(err, storage.ErrFlushDiskTimeout) {
 		code, remark := errorCode(err)
-		b.logger.Warn("send-back append failed", "group", h.Group, "topic", topic, "error", err)
+		s.logger.Warn("send-back append failed", "group", h.Group, "topic", topic, "error", err)
 		resp := fail(code, "%s", remark)
 		markRefusal(req, resp, err)
 		return resp
 	}
-	b.stats.recordSendBack(origTopic, h.Group, topic, records[:len(results)], toDLQ)
+	s.stats.recordSendBack(origTopic, h.Group, topic, records[:len(results)], toDLQ)
 	return resp
 }
 
 // readOriginal reads the record a consumer hands back.
-func (b *Broker) readOriginal(offset int64) (*message.Message, error) {
-	st, release, err := b.acquireStore()
+func (s *sender) readOriginal(offset int64) (*message.Message, error) {
+	st, release, err := s.place.acquire()
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (b *Broker) readOriginal(offset int64) (*message.Message, error) {
 // original's properties), delayed by applyDelay as a producer's delayed send unless it goes to
 // the DLQ or carries a PREPARED/ROLLBACK transaction type (sendPlan.classify's rule). origTopic is
 // the topic the message was first sent to (its RETRY_TOPIC once retried).
-func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool) (p *sendPlan, origTopic string) {
+func (s *sender) sendBackPlan(orig *message.Message, h *sendBackHeader, topic string, tc *protocol.TopicConfig, toDLQ bool) (p *sendPlan, origTopic string) {
 	props := message.ParseProperties(orig.Properties)
 	if _, ok := props[message.PropertyRetryTopic]; !ok {
 		props[message.PropertyRetryTopic] = orig.Topic
@@ -205,7 +205,7 @@ func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic st
 	_, hasCluster := props[message.PropertyCluster]
 	if toDLQ {
 		delete(props, message.PropertyDelayTimeLevel)
-		p.props = b.withCluster(message.FormatProperties(props), hasCluster)
+		p.props = s.withCluster(message.FormatProperties(props), hasCluster)
 		return p, origTopic
 	}
 	level := h.DelayLevel
@@ -215,13 +215,13 @@ func (b *Broker) sendBackPlan(orig *message.Message, h *sendBackHeader, topic st
 	props[message.PropertyDelayTimeLevel] = strconv.Itoa(level)
 	p.queueID = rand.Int32N(max(tc.WriteQueueNums, 1))
 	if t := message.TransactionType(orig.SysFlag); t != message.TransactionNotType && t != message.TransactionCommitType {
-		p.props = b.withCluster(message.FormatProperties(props), hasCluster)
+		p.props = s.withCluster(message.FormatProperties(props), hasCluster)
 		return p, origTopic
 	}
 	if !hasCluster {
-		props[message.PropertyCluster] = b.cfg.BrokerClusterName
+		props[message.PropertyCluster] = s.cfg.BrokerClusterName
 	}
-	p.kind, p.level = kindDelay, min(level, len(b.delayLevels))
-	b.applyDelay(p, props)
+	p.kind, p.level = kindDelay, min(level, len(s.delayLevels))
+	s.applyDelay(p, props)
 	return p, origTopic
 }

@@ -198,7 +198,7 @@ func (p *sendPlan) toDLQTarget(dlq string) {
 
 // withCluster adds CLUSTER=<brokerClusterName> to props unless has (the plan's scan found one),
 // as RocketMQ brokers do; an existing CLUSTER is kept.
-func (b *Broker) withCluster(props string, has bool) string {
+func (s *sender) withCluster(props string, has bool) string {
 	if has {
 		return props
 	}
@@ -206,5 +206,5 @@ func (b *Broker) withCluster(props string, has bool) string {
 	if props != "" && !strings.HasSuffix(props, string(message.PropertySeparator)) {
 		props += string(message.PropertySeparator)
 	}
-	return props + key + b.cfg.BrokerClusterName + string(message.PropertySeparator)
+	return props + key + s.cfg.BrokerClusterName + string(message.PropertySeparator)
 }

@@ -46,11 +46,11 @@ func toHalfMessage(h *sendPlan) {
 
 // handleEndTransaction serves END_TRANSACTION (37). A DLedger follower forwards it to the
 // leader; a classic slave answers SLAVE_NOT_AVAILABLE as RocketMQ's does.
-func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if resp := b.forwardOrRefuse(conn, req); resp != nil {
+func (s *sender) handleEndTransaction(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if resp := s.fwd.forwardOrRefuse(conn, req); resp != nil {
 		return resp
 	}
-	if b.isClassicSlave() {
+	if s.place.haPart() == haSlave { // a classic slave (Broker.isClassicSlave)
 		return req.NewResponse(remoting.SlaveNotAvailable, "the broker is a slave; END_TRANSACTION goes to the master")
 	}
 	h, err := txn.ParseEndRequest(req)
@@ -59,16 +59,16 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 	}
 	if h.CommitOrRollback == message.TransactionNotType {
 		// The producer does not know yet: the check-back will ask again.
-		b.logger.Debug("transaction state unknown; left to the check-back", "group", h.ProducerGroup,
+		s.logger.Debug("transaction state unknown; left to the check-back", "group", h.ProducerGroup,
 			"halfOffset", h.TranStateTableOffset, "msgId", h.MsgID, "fromCheck", h.FromTransactionCheck, "remark", req.Remark)
 		return req.NewResponse(remoting.Success, "")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), txn.Timeout)
 	defer cancel()
-	code, remark, err := b.txn.End(ctx, h)
+	code, remark, err := s.txn.End(ctx, h)
 	if errors.Is(err, dledger.ErrNotLeader) {
 		// Leadership moved before the records were proposed: the next leader can take it.
-		if fwd := b.forwardUnproposed(conn, req); fwd != nil {
+		if fwd := s.fwd.forwardUnproposed(conn, req); fwd != nil {
 			return fwd
 		}
 	}
@@ -76,7 +76,7 @@ func (b *Broker) handleEndTransaction(conn *remoting.Conn, req *remoting.Command
 	if err != nil {
 		resp.Code, resp.Remark = errorCode(err)
 		markRefusal(req, resp, err)
-		b.logger.Warn("END_TRANSACTION failed", "group", h.ProducerGroup, "halfOffset", h.TranStateTableOffset,
+		s.logger.Warn("END_TRANSACTION failed", "group", h.ProducerGroup, "halfOffset", h.TranStateTableOffset,
 			"commitLogOffset", h.CommitLogOffset, "error", err)
 	}
 	return resp
