@@ -107,6 +107,9 @@ type Broker struct {
 	rt  runtimeConfig
 	// pop is POP consumption's in-flight table (pop.go, popstate.go).
 	pop *popService
+	// puller serves pulls (pull.go); queryH the lookups of stored messages (query.go).
+	puller *puller
+	queryH *queryHandlers
 	// sd is what a graceful shutdown drains (shutdown.go).
 	sd shutdownState
 
@@ -140,7 +143,8 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stop:        make(chan struct{}),
 		stats:       newStats(),
 	}
-	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: b.queueMaxOffset})
+	reads := storeReads{acquire: b.acquireStore}
+	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: reads.queueMaxOffset})
 	if err := b.openACL(); err != nil {
 		return nil, err
 	}
@@ -172,7 +176,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openSchedule(configDir); err != nil {
 		return nil, err
 	}
-	if b.pop, err = newPopService(b, configDir, spec.ownsTables); err != nil {
+	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
+		commit: b.changeMeta, forwardOrRefuse: b.forwardOrRefuse, groupOrCreate: b.groupOrCreate,
+		committedOffset: b.committedOffset, commitOffset: b.commitOffset, stop: b.stop}, configDir, spec.ownsTables); err != nil {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
@@ -199,6 +205,12 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.commitLog = b.place
+	b.puller = &puller{cfg: cfg, reads: reads, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		clients: b.clients, longPoll: b.longPoll, stats: b.stats, inMemoryBytes: b.inMemoryBytes,
+		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: b.brokerPermission,
+		slaveReadEnable: b.slaveReadEnabled, refuseBadNames: b.refuseBadNames,
+		groupOrCreate: b.groupOrCreate, commitPullOffset: b.commitPullOffset}
+	b.queryH = &queryHandlers{acquire: b.acquireStore}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
 	b.place.onRoleChange(b.roleChanged)

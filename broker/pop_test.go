@@ -8,6 +8,13 @@ import (
 	"rocketraft/fsm"
 )
 
+// brokerPopDeps wires a POP service to b as New does: its changes go through b's place.
+func brokerPopDeps(b *Broker) popDeps {
+	return popDeps{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore, commit: b.changeMeta,
+		forwardOrRefuse: b.forwardOrRefuse, groupOrCreate: b.groupOrCreate, committedOffset: b.committedOffset,
+		commitOffset: b.commitOffset, stop: b.stop}
+}
+
 // TestPopApplierAndSnapshot: POP ops applied through the metadata applier give the same table
 // on two replicas, survive a snapshot restore, and are cleared by topic and group deletes.
 func TestPopApplierAndSnapshot(t *testing.T) {
@@ -65,7 +72,7 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 func TestPopClassicPersist(t *testing.T) {
 	dir := t.TempDir()
 	b := metaBroker(t, dir)
-	s, err := newPopService(b, dir, true)
+	s, err := newPopService(brokerPopDeps(b), dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +84,7 @@ func TestPopClassicPersist(t *testing.T) {
 	if err := s.persist(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := newPopService(b, dir, true)
+	s2, err := newPopService(brokerPopDeps(b), dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
