@@ -106,6 +106,9 @@ type Broker struct {
 	rt  runtimeConfig
 	// pop is POP consumption's in-flight table (pop.go, popstate.go).
 	pop *popService
+	// puller serves pulls (pull.go); queryH the lookups of stored messages (query.go).
+	puller *puller
+	queryH *queryHandlers
 	// sd is what a graceful shutdown drains (shutdown.go).
 	sd shutdownState
 	// raftAdmin serves the Raft administration codes and watches the group's membership
@@ -147,7 +150,8 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		stop:        make(chan struct{}),
 		stats:       newStats(),
 	}
-	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: b.queueMaxOffset})
+	reads := storeReads{acquire: b.acquireStore}
+	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: reads.queueMaxOffset})
 	if err := b.openACL(); err != nil {
 		return nil, err
 	}
@@ -179,7 +183,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openSchedule(configDir); err != nil {
 		return nil, err
 	}
-	if b.pop, err = newPopService(b, configDir, spec.ownsTables); err != nil {
+	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
+		commit: b.changeMeta, groupOrCreate: b.groupOrCreate,
+		committedOffset: b.committedOffset, commitOffset: b.commitOffset, stop: b.stop}, configDir, spec.ownsTables); err != nil {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
@@ -206,6 +212,12 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.commitLog = b.place
+	b.puller = &puller{cfg: cfg, reads: reads, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		clients: b.clients, longPoll: b.longPoll, stats: b.stats, inMemoryBytes: b.inMemoryBytes,
+		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: b.brokerPermission,
+		slaveReadEnable: b.slaveReadEnabled, refuseBadNames: b.refuseBadNames,
+		groupOrCreate: b.groupOrCreate, commitPullOffset: b.commitPullOffset}
+	b.queryH = &queryHandlers{acquire: b.acquireStore}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
 	b.place.onRoleChange(b.roleChanged)
@@ -213,6 +225,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	// Used only where the place forwards writes (forward.go); it dials nothing until then.
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
+	b.pop.forwardOrRefuse = b.fwd.forwardOrRefuse // POP is built before the place, the forwarder after
 	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
 		ns: b.nsClient, peers: b.fwdClient, forward: b.fwd.forwardWrite, leaderAddr: b.fwd.leaderBrokerAddr,
 		unregister: b.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}

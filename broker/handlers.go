@@ -43,11 +43,11 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.EndTransaction:      c(b.sender.handleEndTransaction),
 
 		// Consuming: pull (pull.go), POP (pop.go, batchack.go), orderly locks (locks.go).
-		remoting.PullMessage:                c(b.handlePull),
-		remoting.LitePullMessage:            c(b.handlePull),
-		remoting.PopMessage:                 c(b.handlePopMessage),
-		remoting.AckMessage:                 c(b.handleAckMessage),
-		remoting.ChangeMessageInvisibleTime: c(b.handleChangeInvisibleTime),
+		remoting.PullMessage:                c(b.puller.handlePull),
+		remoting.LitePullMessage:            c(b.puller.handlePull),
+		remoting.PopMessage:                 c(b.pop.handlePopMessage),
+		remoting.AckMessage:                 c(b.pop.handleAckMessage),
+		remoting.ChangeMessageInvisibleTime: c(b.pop.handleChangeInvisibleTime),
 		remoting.BatchAckMessage:            c(b.sender.handleBatchAck),
 		remoting.LockBatchMQ:                c(b.handleLockBatch),
 		remoting.UnlockBatchMQ:              c(b.handleUnlockBatch),
@@ -73,8 +73,8 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.GetProducerConnectionList: c(b.handleProducerConnections),
 
 		// Messages by key or id (query.go).
-		remoting.QueryMessage:    c(b.handleQueryMessage),
-		remoting.ViewMessageByID: c(b.handleViewMessageByID),
+		remoting.QueryMessage:    c(b.queryH.handleQueryMessage),
+		remoting.ViewMessageByID: c(b.queryH.handleViewMessageByID),
 
 		// Topics (handle_topics.go, topicattr.go).
 		remoting.UpdateAndCreateTopic: c(b.handleUpdateTopic),

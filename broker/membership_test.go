@@ -58,7 +58,7 @@ func TestDLegerJoinRemoveRejoin(t *testing.T) {
 	if b1.brokerID() != 2 {
 		t.Fatalf("joined n1 registers as brokerId %d, want 2", b1.brokerID())
 	}
-	waitFor(t, 10*time.Second, "n1 applies the group's data", func() bool { off, _ := b1.queueMaxOffset("T", 0); return off == 1 })
+	waitFor(t, 10*time.Second, "n1 applies the group's data", func() bool { off, _ := b1.puller.reads.queueMaxOffset("T", 0); return off == 1 })
 
 	if err := raftOf(t, b0).node.RemoveVoter(ctx, "n1"); err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestDLegerJoinRemoveRejoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "n1 a member again", func() bool { return !raftOf(t, b1).removed.Load() && raftOf(t, b1).role.get() == roleFollower })
-	waitFor(t, 10*time.Second, "n1 applies what it missed", func() bool { off, _ := b1.queueMaxOffset("T", 0); return off == 2 })
+	waitFor(t, 10*time.Second, "n1 applies what it missed", func() bool { off, _ := b1.puller.reads.queueMaxOffset("T", 0); return off == 2 })
 }
 
 // judgePreferred accepts only a follower of this leader in its term that heard from it recently

@@ -38,7 +38,7 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	if b.delayOffsets, err = meta.OpenDelayOffsets(filepath.Join(dir, "delayOffset.json"), nil); err != nil {
 		t.Fatal(err)
 	}
-	if b.pop, err = newPopService(b, dir, false); err != nil {
+	if b.pop, err = newPopService(brokerPopDeps(b), dir, false); err != nil {
 		t.Fatal(err)
 	}
 	// A classic place without a store: these tests change no consume queues.

@@ -68,6 +68,8 @@ type popRequest struct {
 	sub           *clients.Subscription
 }
 
+// extInt reads an optional integer header field: def when absent, an error naming the field
+// when it is not a number.
 func extInt(req *remoting.Command, name string, def int64) (int64, error) {
 	v := req.Ext(name)
 	if v == "" {
@@ -80,6 +82,8 @@ func extInt(req *remoting.Command, name string, def int64) (int64, error) {
 	return n, nil
 }
 
+// parsePopRequest reads and checks a POP_MESSAGE header, so that a POP attempt (popOnce) only
+// decides; anything it refuses is answered INVALID_PARAMETER.
 func parsePopRequest(req *remoting.Command) (*popRequest, error) {
 	p := &popRequest{group: req.Ext("consumerGroup"), topic: req.Ext("topic")}
 	if p.group == "" || p.topic == "" {
@@ -131,8 +135,11 @@ func parsePopRequest(req *remoting.Command) (*popRequest, error) {
 	return p, nil
 }
 
-func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+// handlePopMessage answers POP_MESSAGE: forwarded from a DLedger follower, refused when too
+// old, answered at once when something is found or no pollTime was asked, else left to
+// popLongPoll (nil: answered later).
+func (s *popService) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := s.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	p, err := parsePopRequest(req)
@@ -143,35 +150,35 @@ func (b *Broker) handlePopMessage(conn *remoting.Conn, req *remoting.Command) *r
 	if p.bornTime > 0 && now-p.bornTime-p.pollTime > popBornTimeSlack {
 		return req.NewResponse(remoting.PollingTimeout, "POLLING_TIMEOUT: the request is older than its pollTime")
 	}
-	queues, resp := b.popQueues(req, p)
+	queues, resp := s.popQueues(req, p)
 	if resp != nil {
 		return resp
 	}
-	resp = b.popOnce(req, p, queues)
+	resp = s.popOnce(req, p, queues)
 	if resp.Code != remoting.PullNotFound || p.pollTime == 0 {
 		return resp
 	}
-	hold := longpoll.CapSuspend(p.pollTime, b.cfg.LongPollingMaxMillis)
+	hold := longpoll.CapSuspend(p.pollTime, s.cfg.LongPollingMaxMillis)
 	if req.Ext(extForwarded) != "" {
 		hold = min(hold, popForwardedPollLimit)
 	}
-	go b.popLongPoll(conn, req, p, queues, time.Now().Add(hold))
+	go s.popLongPoll(conn, req, p, queues, time.Now().Add(hold))
 	return nil
 }
 
 // popLongPoll retries a POP that found nothing until a message is available (new or revived)
 // or the deadline passes, then answers it.
-func (b *Broker) popLongPoll(conn *remoting.Conn, req *remoting.Command, p *popRequest, queues []int32, deadline time.Time) {
+func (s *popService) popLongPoll(conn *remoting.Conn, req *remoting.Command, p *popRequest, queues []int32, deadline time.Time) {
 	t := time.NewTicker(popPollInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-b.stop:
+		case <-s.stop:
 			return
 		case <-conn.Done():
 			return
 		case now := <-t.C:
-			resp := b.popOnce(req, p, queues)
+			resp := s.popOnce(req, p, queues)
 			if resp.Code != remoting.PullNotFound || now.After(deadline) {
 				_ = conn.Reply(resp)
 				return
@@ -181,11 +188,11 @@ func (b *Broker) popLongPoll(conn *remoting.Conn, req *remoting.Command, p *popR
 }
 
 // popQueues checks permissions and lists the queues a POP reads, in the order it tries them.
-func (b *Broker) popQueues(req *remoting.Command, p *popRequest) ([]int32, *remoting.Command) {
-	if !protocol.IsReadable(int32(b.cfg.BrokerPermission)) {
-		return nil, req.NewResponse(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pop message is forbidden")
+func (s *popService) popQueues(req *remoting.Command, p *popRequest) ([]int32, *remoting.Command) {
+	if !protocol.IsReadable(int32(s.cfg.BrokerPermission)) {
+		return nil, req.NewResponse(remoting.NoPermission, "the broker["+s.cfg.BrokerName+"] pop message is forbidden")
 	}
-	gc, err := b.groupOrCreate(p.group)
+	gc, err := s.groupOrCreate(p.group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return nil, req.NewResponse(code, "subscription group "+p.group+": "+remark)
@@ -196,7 +203,7 @@ func (b *Broker) popQueues(req *remoting.Command, p *popRequest) ([]int32, *remo
 	if !gc.ConsumeEnable {
 		return nil, req.NewResponse(remoting.NoPermission, "subscription group no permission, "+p.group)
 	}
-	tc := b.topics.Get(p.topic)
+	tc := s.topics.Get(p.topic)
 	if tc == nil {
 		return nil, req.NewResponse(remoting.TopicNotExist, "topic["+p.topic+"] not exist, apply first please!")
 	}
@@ -213,7 +220,7 @@ func (b *Broker) popQueues(req *remoting.Command, p *popRequest) ([]int32, *remo
 	if n <= 0 {
 		return nil, req.NewResponse(remoting.PullNotFound, "topic "+p.topic+" has no read queues")
 	}
-	first := int32(b.pop.rr.Add(1) % uint32(n))
+	first := int32(s.rr.Add(1) % uint32(n))
 	qs := make([]int32, n)
 	for i := range qs {
 		qs[i] = (first + int32(i)) % n
@@ -229,8 +236,7 @@ type popped struct {
 }
 
 // popOnce runs one POP attempt over queues: SUCCESS with messages or PULL_NOT_FOUND.
-func (b *Broker) popOnce(req *remoting.Command, p *popRequest, queues []int32) *remoting.Command {
-	s := b.pop
+func (s *popService) popOnce(req *remoting.Command, p *popRequest, queues []int32) *remoting.Command {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	popTime := time.Now().UnixMilli()
@@ -241,7 +247,7 @@ func (b *Broker) popOnce(req *remoting.Command, p *popRequest, queues []int32) *
 		if left == 0 {
 			break
 		}
-		pq, err := b.popQueue(p, qid, popTime, left)
+		pq, err := s.popQueue(p, qid, popTime, left)
 		if err != nil {
 			code, remark := errorCode(err)
 			if errors.Is(err, errPopStore) {
@@ -260,16 +266,17 @@ func (b *Broker) popOnce(req *remoting.Command, p *popRequest, queues []int32) *
 		resp.SetExt("restNum", strconv.FormatInt(restNum, 10))
 		return resp
 	}
-	return b.popResponse(req, p, got, popTime, restNum)
+	return s.popResponse(req, p, got, popTime, restNum)
 }
 
+// errPopStore marks a POP that could not read the store (answered SERVICE_NOT_AVAILABLE).
 var errPopStore = errors.New("store unavailable")
 
 // popQueue takes up to max messages of one queue (revived first, then new) and commits the
-// POP op. The caller holds pop.mu.
-func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (popped, error) {
+// POP op. The caller holds s.mu.
+func (s *popService) popQueue(p *popRequest, qid int32, popTime int64, limit int) (popped, error) {
 	k := pop.Key{Group: p.group, Topic: p.topic, QueueID: qid}
-	st, release, err := b.acquireStore()
+	st, release, err := s.acquire()
 	if err != nil {
 		return popped{}, errors.Join(errPopStore, err)
 	}
@@ -278,10 +285,10 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 	op := &fsm.PopOp{Group: p.group, Topic: p.topic, QueueID: qid, PopTime: popTime, InvisibleTime: p.invisibleTime}
 	// Revived: in-flight messages whose invisible time is over. Orderly: all of the queue's
 	// in-flight messages once none is invisible any more, and nothing while one is.
-	revive := b.pop.table.Expired(k, popTime, limit)
+	revive := s.table.Expired(k, popTime, limit)
 	if p.order {
 		var held bool
-		if revive, held = b.pop.table.OrderlyRedeliver(k, popTime, limit); held {
+		if revive, held = s.table.OrderlyRedeliver(k, popTime, limit); held {
 			return out, nil
 		}
 	}
@@ -300,9 +307,9 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 		op.Offsets = append(op.Offsets, e.Offset)
 	}
 	// New messages from the queue's next offset (orderly: only when nothing is in flight).
-	_, next, known := b.pop.table.Offsets(k)
+	_, next, known := s.table.Offsets(k)
 	if !known {
-		next = b.popInitialOffset(st, p, qid)
+		next = s.popInitialOffset(st, p, qid)
 		op.From = next
 	}
 	op.Next = next
@@ -325,7 +332,7 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 	if len(op.Offsets) == 0 && len(op.Dropped) == 0 && op.Next == next && known {
 		return out, nil // nothing changed
 	}
-	if err := b.pop.commit(&fsm.MetaOp{Op: fsm.OpPopMessages, Now: popTime, Pop: op}); err != nil {
+	if err := s.commit(&fsm.MetaOp{Op: fsm.OpPopMessages, Now: popTime, Pop: op}); err != nil {
 		return popped{}, err
 	}
 	return out, nil
@@ -333,8 +340,8 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 
 // popInitialOffset is where a group starts a queue it never popped: its committed consumer
 // offset if any, else the queue's min (initMode 0) or max (1) offset.
-func (b *Broker) popInitialOffset(st *storage.Store, p *popRequest, qid int32) int64 {
-	if off, ok := b.committedOffset(p.group, p.topic, qid); ok && off >= 0 {
+func (s *popService) popInitialOffset(st *storage.Store, p *popRequest, qid int32) int64 {
+	if off, ok := s.committedOffset(p.group, p.topic, qid); ok && off >= 0 {
 		return off
 	}
 	if p.initMode == 1 {
@@ -345,7 +352,7 @@ func (b *Broker) popInitialOffset(st *storage.Store, p *popRequest, qid int32) i
 
 // popResponse builds the SUCCESS answer: records in stored format with POP_CK, and the header
 // the client derives each message's extraInfo from.
-func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped, popTime, restNum int64) *remoting.Command {
+func (s *popService) popResponse(req *remoting.Command, p *popRequest, got []popped, popTime, restNum int64) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "FOUND")
 	var body []byte
 	var startInfo, msgInfo, orderInfo []string
@@ -360,7 +367,7 @@ func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped,
 		offs := make([]string, 0, len(pq.records))
 		for _, m := range pq.records {
 			ei := pop.ExtraInfo{CkQueueOffset: start, PopTime: popTime, InvisibleTime: p.invisibleTime, ReviveQid: reviveQid,
-				BrokerName: b.cfg.BrokerName, QueueID: pq.qid, MsgQueueOffset: m.QueueOffset}
+				BrokerName: s.cfg.BrokerName, QueueID: pq.qid, MsgQueueOffset: m.QueueOffset}
 			if p.order {
 				// RocketMQ's per-message order count: "0 qo<queueId>%<offset> <reconsumeTimes>".
 				orderInfo = append(orderInfo, "0 qo"+strconv.Itoa(int(pq.qid))+"%"+strconv.FormatInt(m.QueueOffset, 10)+" "+strconv.Itoa(int(m.ReconsumeTimes)))
@@ -387,7 +394,7 @@ func (b *Broker) popResponse(req *remoting.Command, p *popRequest, got []popped,
 	resp.SetExt("msgOffsetInfo", strings.Join(msgInfo, ";"))
 	resp.SetExt("orderCountInfo", strings.Join(orderInfo, ";"))
 	resp.Body = body
-	b.stats.recordGet(p.topic, p.group, n, len(body))
+	s.stats.recordGet(p.topic, p.group, n, len(body))
 	return resp
 }
 
@@ -425,15 +432,16 @@ func ackTarget(req *remoting.Command) (pop.Key, int64, pop.ExtraInfo, error) {
 	return k, off, ei, nil
 }
 
-func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+// handleAckMessage answers ACK_MESSAGE: the checkpoint is checked and the ack committed under
+// mu, and the group's consumer offset follows the lowest offset still in flight.
+func (s *popService) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := s.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	k, off, ei, err := ackTarget(req)
 	if err != nil {
 		return req.NewResponse(ackErrorCode(err), "bad ACK_MESSAGE: "+err.Error())
 	}
-	s := b.pop
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.table.Check(k, off, ei.PopTime) {
@@ -450,13 +458,15 @@ func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *r
 		return metaErrorResponse(req, "ack", err)
 	}
 	if after, _, _ := s.table.Offsets(k); after > before {
-		b.commitOffset(k.Group, k.Topic, k.QueueID, after)
+		s.commitOffset(k.Group, k.Topic, k.QueueID, after)
 	}
 	return req.NewResponse(remoting.Success, "")
 }
 
-func (b *Broker) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+// handleChangeInvisibleTime answers CHANGE_MESSAGE_INVISIBLETIME: a message still in flight
+// gets a new invisible time and with it a new checkpoint (popTime), which the answer carries.
+func (s *popService) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := s.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	k, off, ei, err := ackTarget(req)
@@ -467,7 +477,6 @@ func (b *Broker) handleChangeInvisibleTime(conn *remoting.Conn, req *remoting.Co
 	if err != nil || inv <= 0 || inv > popMaxInvisibleTimeMillis {
 		return req.NewResponse(remoting.InvalidParameter, "bad CHANGE_MESSAGE_INVISIBLETIME: invisibleTime must be positive (ms, at most a day)")
 	}
-	s := b.pop
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch s.table.Check(k, off, ei.PopTime) {

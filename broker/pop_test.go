@@ -6,7 +6,22 @@ import (
 
 	"rocketraft/broker/pop"
 	"rocketraft/fsm"
+	"rocketraft/remoting"
 )
+
+// brokerPopDeps wires a POP service to b as New does: its changes go through b's place. A test
+// broker without a forwarder forwards nothing (a classic node's answer).
+func brokerPopDeps(b *Broker) popDeps {
+	forward := func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+		if b.fwd == nil {
+			return nil
+		}
+		return b.fwd.forwardOrRefuse(conn, req)
+	}
+	return popDeps{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore, commit: b.changeMeta,
+		forwardOrRefuse: forward, groupOrCreate: b.groupOrCreate, committedOffset: b.committedOffset,
+		commitOffset: b.commitOffset, stop: b.stop}
+}
 
 // TestPopApplierAndSnapshot: POP ops applied through the metadata applier give the same table
 // on two replicas, survive a snapshot restore, and are cleared by topic and group deletes.
@@ -65,7 +80,7 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 func TestPopClassicPersist(t *testing.T) {
 	dir := t.TempDir()
 	b := metaBroker(t, dir)
-	s, err := newPopService(b, dir, true)
+	s, err := newPopService(brokerPopDeps(b), dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +92,7 @@ func TestPopClassicPersist(t *testing.T) {
 	if err := s.persist(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := newPopService(b, dir, true)
+	s2, err := newPopService(brokerPopDeps(b), dir, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,17 +15,47 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"rocketraft/broker/meta"
 	"rocketraft/broker/pop"
+	"rocketraft/config"
 	"rocketraft/fsm"
+	"rocketraft/protocol"
+	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // metaPopFile names the POP table in a metadata snapshot (and classic mode's file).
 const metaPopFile = "popState.json"
 
-// popService holds the POP table. mu serialises decisions with their proposals, so two POPs
-// never hand out the same message and an ACK is checked against the state it changes.
+// popDeps are what POP needs from the rest of the broker, wired in New. The service is built
+// before the place opens (Raft's replay applies POP ops to its table), so the store and the
+// metadata change path come as func values that reach the place only when called.
+type popDeps struct {
+	cfg    *config.Broker
+	topics *meta.Topics
+	stats  *stats
+	// acquire hands out the store for reads (Broker.acquireStore).
+	acquire func() (*storage.Store, func(), error)
+	// commit makes a POP op happen through the place (Broker.changeMeta): through Raft in
+	// DLedger mode, directly in classic mode; both end in apply.
+	commit func(op *fsm.MetaOp) error
+	// forwardOrRefuse relays a request that reached a DLedger follower to the leader.
+	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// groupOrCreate, committedOffset and commitOffset are the metadata change path
+	// (metachange.go): the group a POP names, where a queue never popped starts, and the
+	// group's consumer offset an ACK moves.
+	groupOrCreate   func(name string) (*protocol.SubscriptionGroupConfig, error)
+	committedOffset func(group, topic string, qid int32) (int64, bool)
+	commitOffset    func(group, topic string, qid int32, off int64)
+	// stop ends the long polls still waiting when the broker closes.
+	stop <-chan struct{}
+}
+
+// popService serves POP consumption (pop.go) and holds its table. mu serialises decisions with
+// their proposals, so two POPs never hand out the same message and an ACK is checked against the
+// state it changes.
 type popService struct {
-	b     *Broker
+	popDeps
 	mu    sync.Mutex
 	table *pop.Table
 	rr    atomic.Uint32 // round robin over queues for queueId -1
@@ -33,8 +63,9 @@ type popService struct {
 	dirty atomic.Bool
 }
 
-func newPopService(b *Broker, configDir string, classic bool) (*popService, error) {
-	s := &popService{b: b, table: pop.NewTable()}
+// newPopService builds the service over deps; classic mode loads the table saved in configDir.
+func newPopService(deps popDeps, configDir string, classic bool) (*popService, error) {
+	s := &popService{popDeps: deps, table: pop.NewTable()}
 	if !classic {
 		return s, nil
 	}
@@ -51,10 +82,6 @@ func newPopService(b *Broker, configDir string, classic bool) (*popService, erro
 	}
 	return s, nil
 }
-
-// commit makes op happen through the place: through Raft in DLedger mode, directly in classic
-// mode (both end in apply, through Broker.applyChange).
-func (s *popService) commit(op *fsm.MetaOp) error { return s.b.changeMeta(op) }
 
 // apply changes the table; every replica calls it with the same ops in the same order.
 func (s *popService) apply(op *fsm.MetaOp) error {

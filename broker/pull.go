@@ -6,6 +6,8 @@ import (
 
 	"rocketraft/broker/clients"
 	"rocketraft/broker/longpoll"
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -16,13 +18,47 @@ import (
 // still in the page cache.
 const maxPullBytes = 256 * 1024
 
-func (b *Broker) handlePull(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.pull(conn, req, true)
+// puller serves PULL_MESSAGE and LITE_PULL_MESSAGE: it checks a pull against the tables, reads
+// the queue through reads, parks a pull that found nothing in long polling, and tells the
+// consumer which replica to pull from next. It owns no state of its own: every dependency is
+// given in New, so a pull's decisions can be tested over a store in a temporary directory.
+type puller struct {
+	cfg      *config.Broker
+	reads    storeReads
+	topics   *meta.Topics
+	groups   *meta.Groups
+	offsets  *meta.Offsets
+	clients  *clients.Manager
+	longPoll *longpoll.Holder
+	stats    *stats
+	// inMemoryBytes is how far behind the commitlog end a pull may read before it is suggested
+	// a slave (suggestBroker).
+	inMemoryBytes int64
+
+	// The node's place in its group: its part in classic HA (a topic config that lags its data
+	// is tolerated off a classic master) and its broker id (a replica retries instead of moving
+	// a consumer).
+	haPart   func() haPart
+	brokerID func() int64
+	// The runtime configuration (brokerconfig.go): brokerPermission and slaveReadEnable.
+	permission      func() int32
+	slaveReadEnable func() bool
+	// refuseBadNames answers an invalid group or topic name (names.go).
+	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
+	// groupOrCreate and commitPullOffset are the metadata change path (metachange.go).
+	groupOrCreate    func(name string) (*protocol.SubscriptionGroupConfig, error)
+	commitPullOffset func(o commitOrigin, group, topic string, qid int32, off int64)
+}
+
+// handlePull answers PULL_MESSAGE and LITE_PULL_MESSAGE; a pull that waits in long polling is
+// answered later.
+func (pl *puller) handlePull(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return pl.pull(conn, req, true)
 }
 
 // pull runs one pull. With allowSuspend a pull that finds nothing new is
 // parked in long polling and nil is returned; the answer is sent later.
-func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend bool) *remoting.Command {
+func (pl *puller) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend bool) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "")
 	fail := func(code int32, remark string) *remoting.Command {
 		resp.Code, resp.Remark = code, remark
@@ -35,13 +71,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if p.ConsumerGroup == "" || p.Topic == "" {
 		return fail(remoting.SystemError, "bad pull header: consumerGroup and topic are required")
 	}
-	if bad := b.refuseBadNames(req, groupName("consumerGroup", p.ConsumerGroup), topicName("topic", p.Topic)); bad != nil {
+	if bad := pl.refuseBadNames(req, groupName("consumerGroup", p.ConsumerGroup), topicName("topic", p.Topic)); bad != nil {
 		return bad
 	}
-	if !protocol.IsReadable(b.brokerPermission()) {
-		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
+	if !protocol.IsReadable(pl.permission()) {
+		return fail(remoting.NoPermission, "the broker["+pl.cfg.BrokerName+"] pulling message is forbidden")
 	}
-	gc, err := b.groupOrCreate(p.ConsumerGroup)
+	gc, err := pl.groupOrCreate(p.ConsumerGroup)
 	if err != nil {
 		code, remark := errorCode(err)
 		return fail(code, "subscription group "+p.ConsumerGroup+": "+remark)
@@ -52,13 +88,13 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if !gc.ConsumeEnable {
 		return fail(remoting.NoPermission, "subscription group no permission, "+p.ConsumerGroup)
 	}
-	tc := b.topics.Get(p.Topic)
-	if tc == nil && b.place.haPart() != haMaster && p.QueueID >= 0 {
+	tc := pl.topics.Get(p.Topic)
+	if tc == nil && pl.haPart() != haMaster && p.QueueID >= 0 {
 		// DLedger mode: a topic's config and its first messages are separate Raft entries, and a
 		// config created before this node's tables were restored may lag its data for a moment.
 		// The replica's store is authoritative for what can be read. Likewise on a classic slave,
 		// whose topic configs are copied from the master only every 10 s (broker/replication).
-		if maxOff, _ := b.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
+		if maxOff, _ := pl.reads.queueMaxOffset(p.Topic, p.QueueID); maxOff > 0 {
 			tc = &protocol.TopicConfig{TopicName: p.Topic, ReadQueueNums: p.QueueID + 1, Perm: protocol.PermRead}
 		}
 	}
@@ -78,29 +114,29 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		}
 	} else {
 		var ok bool
-		if sub, ok = b.clients.Subscription(p.ConsumerGroup, p.Topic); !ok {
+		if sub, ok = pl.clients.Subscription(p.ConsumerGroup, p.Topic); !ok {
 			return fail(remoting.SubscriptionNotExist, "the consumer's subscription not exist, group "+p.ConsumerGroup+" topic "+p.Topic)
 		}
 	}
 	switch {
-	case sub.IsSQL() && !b.cfg.EnablePropertyFilter:
+	case sub.IsSQL() && !pl.cfg.EnablePropertyFilter:
 		return fail(remoting.SystemError, "The broker does not support consumer to filter message by SQL92: set enablePropertyFilter=true on the broker")
 	case sub.IsSQL() && sub.ParseErr != nil:
 		return fail(remoting.SubscriptionParseFailed, "parse the consumer's SQL92 subscription failed: "+sub.ParseErr.Error())
 	case !sub.IsTag() && !sub.IsSQL():
 		return fail(remoting.SystemError, "The broker does not support consumer to filter message by "+sub.ExpressionType)
 	}
-	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && !b.isClassicSlave() {
+	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && pl.haPart() != haSlave {
 		// DLedger: queued for Raft on the leader, ignored on a follower and on a classic slave
 		// (as a Java slave does). Never a step back (see commitPullOffset).
-		b.commitPullOffset(originOf(conn, req), p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
+		pl.commitPullOffset(originOf(conn, req), p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
 	}
 
 	maxNums := int(p.MaxMsgNums)
 	if maxNums <= 0 {
 		maxNums = 1
 	}
-	res, commitLogEnd, err := b.getMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, sub.Match)
+	res, commitLogEnd, err := pl.reads.getMessages(p.Topic, p.QueueID, p.QueueOffset, maxNums, sub.Match)
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
@@ -112,7 +148,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if (res.Status == storage.NoMessageInQueue || res.Status == storage.NoMatchedLogicQueue) && p.QueueOffset != 0 {
 		resp.Code = remoting.PullOffsetMoved
 	}
-	if resp.Code == remoting.PullOffsetMoved && res.Status != storage.OffsetTooSmall && b.brokerID() != 0 {
+	if resp.Code == remoting.PullOffsetMoved && res.Status != storage.OffsetTooSmall && pl.brokerID() != 0 {
 		// A replica (a DLedger follower, a node not yet a ready leader, a classic slave) may
 		// simply be behind its master: an offset beyond its queue's end is one it has not
 		// applied yet, not a wrong one. Moving the consumer would make it commit that replica's
@@ -122,34 +158,34 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 		resp.Code = remoting.PullRetryImmediately
 		res.NextBeginOffset = p.QueueOffset
 	}
-	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(b.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
+	resp.SetExt("suggestWhichBrokerId", strconv.FormatInt(pl.suggestBroker(p.ConsumerGroup, &res, commitLogEnd), 10))
 	resp.SetExt("nextBeginOffset", strconv.FormatInt(res.NextBeginOffset, 10))
 	resp.SetExt("minOffset", strconv.FormatInt(res.MinOffset, 10))
 	resp.SetExt("maxOffset", strconv.FormatInt(res.MaxOffset, 10))
-	b.offsets.SetPullOffset(p.ConsumerGroup, p.Topic, p.QueueID, res.NextBeginOffset)
+	pl.offsets.SetPullOffset(p.ConsumerGroup, p.Topic, p.QueueID, res.NextBeginOffset)
 	if resp.Code == remoting.Success {
 		resp.Body = res.Body
-		b.stats.recordGet(p.Topic, p.ConsumerGroup, len(res.Records), len(res.Body))
+		pl.stats.recordGet(p.Topic, p.ConsumerGroup, len(res.Records), len(res.Body))
 		return resp
 	}
 	if resp.Code == remoting.PullNotFound && allowSuspend && p.SysFlag&protocol.PullSuspend != 0 {
-		hold := longpoll.CapSuspend(p.SuspendTimeoutMillis, b.cfg.LongPollingMaxMillis)
-		if !b.cfg.LongPollingEnable {
-			hold = time.Duration(b.cfg.ShortPollingTimeMills) * time.Millisecond
+		hold := longpoll.CapSuspend(p.SuspendTimeoutMillis, pl.cfg.LongPollingMaxMillis)
+		if !pl.cfg.LongPollingEnable {
+			hold = time.Duration(pl.cfg.ShortPollingTimeMills) * time.Millisecond
 		}
 		if hold > 0 {
 			// Woken by a message at or past the offset that sub selects; answered by running the
 			// pull again, without suspending.
 			w := &longpoll.Waiter{Topic: p.Topic, QueueID: p.QueueID, Offset: p.QueueOffset, Deadline: time.Now().Add(hold), Gone: conn.Done(),
 				Answer: func() {
-					if resp := b.pull(conn, req, false); resp != nil {
+					if resp := pl.pull(conn, req, false); resp != nil {
 						_ = conn.Reply(resp)
 					}
 				}}
 			if sub != nil {
 				w.Match = sub.Match
 			}
-			b.longPoll.Suspend(w)
+			pl.longPoll.Suspend(w)
 			return nil
 		}
 	}
@@ -196,25 +232,32 @@ func filterByProperties(res *storage.GetResult, sub *clients.Subscription) {
 // whichBrokerWhenConsumeSlowly (default 1: a slave; in DLedger mode a follower, whose ids are
 // peer index + 1, and the client tries the next id when that one is the master's), and anyone else
 // to the group's brokerId (default 0), which also sends a caught-up reader back from a slave.
-func (b *Broker) suggestBroker(group string, res *storage.GetResult, commitLogEnd int64) int64 {
-	if !b.slaveReadEnabled() {
+func (pl *puller) suggestBroker(group string, res *storage.GetResult, commitLogEnd int64) int64 {
+	if !pl.slaveReadEnable() {
 		return protocol.MasterID
 	}
 	slow, normal := int64(1), int64(protocol.MasterID)
-	if gc := b.groups.Get(group); gc != nil {
+	if gc := pl.groups.Get(group); gc != nil {
 		slow, normal = gc.WhichBrokerWhenConsumeSlowly, gc.BrokerID
 	}
-	if res.Status == storage.Found && commitLogEnd-res.ReadPhysEnd > b.inMemoryBytes {
+	if res.Status == storage.Found && commitLogEnd-res.ReadPhysEnd > pl.inMemoryBytes {
 		return slow
 	}
 	return normal
 }
 
+// storeReads are the short reads of the read path, each holding the store (acquire, see
+// Broker.acquireStore) only for the read itself. It is its own type because long polling needs
+// a queue's end before the puller can be built (longpoll.New comes before the place opens).
+type storeReads struct {
+	acquire func() (*storage.Store, func(), error)
+}
+
 // getMessages reads one pull's messages and the commitlog's end. The store is held only for the
 // read (the records are copies): never while the pull is parked in long polling, so a snapshot
 // restore is not held up.
-func (b *Broker) getMessages(topic string, qid int32, offset int64, maxNums int, match func(int64) bool) (storage.GetResult, int64, error) {
-	st, release, err := b.acquireStore()
+func (r storeReads) getMessages(topic string, qid int32, offset int64, maxNums int, match func(int64) bool) (storage.GetResult, int64, error) {
+	st, release, err := r.acquire()
 	if err != nil {
 		return storage.GetResult{}, 0, err
 	}
@@ -224,8 +267,8 @@ func (b *Broker) getMessages(topic string, qid int32, offset int64, maxNums int,
 
 // queueMaxOffset is the next offset of a queue (0 if unknown); false if the store cannot be
 // read now (DLedger mode: closing, or a failed restore).
-func (b *Broker) queueMaxOffset(topic string, qid int32) (int64, bool) {
-	st, release, err := b.acquireStore()
+func (r storeReads) queueMaxOffset(topic string, qid int32) (int64, bool) {
+	st, release, err := r.acquire()
 	if err != nil {
 		return 0, false
 	}

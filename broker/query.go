@@ -6,6 +6,7 @@ import (
 
 	"rocketraft/message"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // Caps on QUERY_MESSAGE results (defaultQueryMaxNum / maxMsgsNumBatch).
@@ -14,10 +15,17 @@ const (
 	maxQueryNum        = 64
 )
 
+// queryHandlers answer the admin tools' lookups of stored messages (QUERY_MESSAGE by key,
+// VIEW_MESSAGE_BY_ID by commitlog offset). They only read the store, which acquire hands out
+// (Broker.acquireStore), so they work alike on every replica.
+type queryHandlers struct {
+	acquire func() (*storage.Store, func(), error)
+}
+
 // handleQueryMessage looks messages up in the index by key, or by unique key
 // when _UNIQUE_KEY_QUERY=true, and returns them in stored layout. The index
 // compares hashes, so results are re-checked here as clients do.
-func (b *Broker) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (q *queryHandlers) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, key := req.Ext("topic"), req.Ext("key")
 	maxNum, err1 := req.ExtInt32("maxNum")
 	begin, err2 := req.ExtInt64("beginTimestamp")
@@ -30,7 +38,7 @@ func (b *Broker) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *re
 		maxNum = defaultQueryMaxNum
 	}
 	maxNum = min(max(maxNum, 1), maxQueryNum)
-	st, release, err := b.acquireStore()
+	st, release, err := q.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
@@ -52,6 +60,8 @@ func (b *Broker) handleQueryMessage(_ *remoting.Conn, req *remoting.Command) *re
 	return resp
 }
 
+// matchesKey re-checks a record the index returned for key (the index compares only hashes):
+// its topic, and its keys or unique key.
 func matchesKey(rec []byte, topic, key string, uniq bool) bool {
 	v, err := message.ParseView(rec)
 	if err != nil || string(v.Topic()) != topic {
@@ -70,6 +80,7 @@ func matchesKey(rec []byte, topic, key string, uniq bool) bool {
 	return string(u) == key
 }
 
+// splitKeys splits a KEYS property on spaces, as clients join a message's keys.
 func splitKeys(s string) []string {
 	var out []string
 	start := 0
@@ -86,12 +97,12 @@ func splitKeys(s string) []string {
 
 // handleViewMessageByID returns the record at a commitlog offset, which a
 // client decoded from an offset msgId.
-func (b *Broker) handleViewMessageByID(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (q *queryHandlers) handleViewMessageByID(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	off, err := req.ExtInt64("offset")
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "bad view header: "+err.Error())
 	}
-	st, release, err := b.acquireStore()
+	st, release, err := q.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
@@ -105,6 +116,7 @@ func (b *Broker) handleViewMessageByID(_ *remoting.Conn, req *remoting.Command) 
 	return resp
 }
 
+// physicalOffsetOf reads a stored record's commitlog offset (0 if the record is too short).
 func physicalOffsetOf(rec []byte) int64 {
 	if len(rec) < message.OffsetPhysicalOffset+8 {
 		return 0

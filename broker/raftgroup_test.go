@@ -97,7 +97,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 	if len(res) != 2 || res[0].QueueOffset != 0 || res[1].QueueOffset != 1 || res[1].PhysicalOffset <= res[0].PhysicalOffset {
 		t.Fatalf("append results %+v", res)
 	}
-	if got, _ := b.queueMaxOffset("T", 0); got != 2 {
+	if got, _ := b.puller.reads.queueMaxOffset("T", 0); got != 2 {
 		t.Fatalf("max offset %d after two appends", got)
 	}
 	if err := b.Close(); err != nil {
@@ -106,7 +106,7 @@ func TestDLegerSingleNodeLeader(t *testing.T) {
 
 	b = startDLeger(t, cfg)
 	defer b.Close()
-	if got, _ := b.queueMaxOffset("T", 0); got != 2 {
+	if got, _ := b.puller.reads.queueMaxOffset("T", 0); got != 2 {
 		t.Fatalf("max offset %d after restart", got)
 	}
 	waitRole(t, b, roleLeader)
