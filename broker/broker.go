@@ -126,6 +126,16 @@ type Broker struct {
 	// registerUrgent: the pending registration must not wait for the coalescing gap
 	// (register.go, triggerRegisterNow).
 	registerUrgent atomic.Bool
+
+	// The admin request handlers (built at the end of New): topics (handle_topics.go,
+	// topicattr.go), groups (handle_groups.go), clients (clienthandlers.go,
+	// handle_connections.go), configuration (brokerconfig.go, getbrokerconfig.go) and runtime
+	// figures (handle_runtime.go, statsdata.go).
+	topicH   *topicHandlers
+	groupH   *groupHandlers
+	clientH  *clientHandlers
+	configH  *configHandlers
+	runtimeH *runtimeHandlers
 }
 
 // New opens the store and metadata under cfg's paths. It does not listen yet.
@@ -207,6 +217,22 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
 	b.metrics = newBrokerMetrics(b)
 	b.disk.SetLeave(b.leaveOnDiskFailure)
+	// The admin request handlers; their func values are Broker methods other parts own (the
+	// metadata change path, forwarding, registration, role).
+	enc := encoders{json: b.jsonResponse, fastjson: b.fastjsonResponse}
+	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.metaMu, logger: b.logger,
+		acquire: b.acquireStore, forward: b.forwardOrRefuse, changeMeta: b.changeMeta, answerChange: b.answerChange,
+		triggerRegister: b.triggerRegister}
+	b.groupH = &groupHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		clients: b.clients, acquire: b.acquireStore, committedOffset: b.committedOffset, forward: b.forwardOrRefuse,
+		answerChange: b.answerChange}
+	b.clientH = &clientHandlers{encoders: enc, cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
+		logger: b.logger, groupOrCreate: b.groupOrCreate, ensureTopic: b.ensureTopic, triggerRegister: b.triggerRegister,
+		refuseBadName: b.refuseBadName}
+	b.configH = &configHandlers{cfg: b.cfg, rt: &b.rt, logger: b.logger, brokerID: b.brokerID,
+		triggerRegisterNow: b.triggerRegisterNow}
+	b.runtimeH = &runtimeHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
+		roleName: b.roleName, addr: b.Addr, addHARuntimeInfo: b.addHARuntimeInfo, httpAddr: &b.httpAddr, rates: &b.rates}
 	return b, nil
 }
 

@@ -38,7 +38,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if bad := b.refuseBadNames(req, groupName("consumerGroup", p.ConsumerGroup), topicName("topic", p.Topic)); bad != nil {
 		return bad
 	}
-	if !protocol.IsReadable(b.brokerPermission()) {
+	if !protocol.IsReadable(b.rt.permission(b.cfg)) {
 		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
 	}
 	gc, err := b.groupOrCreate(p.ConsumerGroup)
@@ -197,7 +197,7 @@ func filterByProperties(res *storage.GetResult, sub *clients.Subscription) {
 // peer index + 1, and the client tries the next id when that one is the master's), and anyone else
 // to the group's brokerId (default 0), which also sends a caught-up reader back from a slave.
 func (b *Broker) suggestBroker(group string, res *storage.GetResult, commitLogEnd int64) int64 {
-	if !b.slaveReadEnabled() {
+	if !b.rt.slaveReadEnabled(b.cfg) {
 		return protocol.MasterID
 	}
 	slow, normal := int64(1), int64(protocol.MasterID)

@@ -68,7 +68,7 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if len(h.Properties) > message.MaxPropertiesLength {
 		return fail(remoting.MessageIllegal, "the message properties length %d exceeds %d", len(h.Properties), message.MaxPropertiesLength)
 	}
-	if !protocol.IsWriteable(b.brokerPermission()) {
+	if !protocol.IsWriteable(b.rt.permission(b.cfg)) {
 		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 

@@ -95,7 +95,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if gc == nil {
 		return fail(remoting.SubscriptionGroupNotExist, "subscription group not exist, %s", h.Group)
 	}
-	if !protocol.IsWriteable(b.brokerPermission()) {
+	if !protocol.IsWriteable(b.rt.permission(b.cfg)) {
 		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", b.cfg.BrokerName)
 	}
 	if gc.RetryQueueNums <= 0 {
