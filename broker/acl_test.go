@@ -4,10 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/hashicorp/go-hclog"
-
 	"rocketraft/acl"
-	"rocketraft/config"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -45,39 +42,5 @@ func TestACLResources(t *testing.T) {
 		if !adminCodes[code] {
 			t.Errorf("code %d is not an admin code", code)
 		}
-	}
-}
-
-func TestUpdateBrokerConfigAllowList(t *testing.T) {
-	b := &Broker{cfg: &config.Broker{BrokerPermission: 6}, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1)}
-	call := func(body string) *remoting.Command {
-		return b.handleUpdateBrokerConfig(nil, remoting.NewRequest(remoting.UpdateBrokerConfig, nil, []byte(body)))
-	}
-	if r := call("aclEnable=false\n"); r.Code != remoting.NoPermission {
-		t.Fatalf("aclEnable: %d %q", r.Code, r.Remark)
-	}
-	// All or nothing: one refused key stops the allowed one too.
-	if r := call("brokerPermission=4\nstorePathRootDir=/x\n"); r.Code != remoting.NoPermission || b.brokerPermission() != 6 {
-		t.Fatalf("mixed: %d %q, perm %d", r.Code, r.Remark, b.brokerPermission())
-	}
-	if r := call("brokerPermission=99\n"); r.Code != remoting.InvalidParameter {
-		t.Fatalf("bad value: %d %q", r.Code, r.Remark)
-	}
-	if r := call(""); r.Code != remoting.InvalidParameter {
-		t.Fatalf("empty: %d %q", r.Code, r.Remark)
-	}
-	if r := call("brokerPermission=4\nslaveReadEnable=true\nlogLevel=warn\n"); r.Code != remoting.Success {
-		t.Fatalf("allowed: %d %q", r.Code, r.Remark)
-	}
-	if b.brokerPermission() != 4 || !b.slaveReadEnabled() {
-		t.Fatalf("not applied: perm %d slaveRead %v", b.brokerPermission(), b.slaveReadEnabled())
-	}
-	for _, k := range RuntimeConfigKeys {
-		if _, ok := runtimeKeys[k]; !ok {
-			t.Errorf("RuntimeConfigKeys lists %s without a parser", k)
-		}
-	}
-	if len(RuntimeConfigKeys) != len(runtimeKeys) {
-		t.Errorf("RuntimeConfigKeys and runtimeKeys differ")
 	}
 }

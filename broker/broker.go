@@ -136,6 +136,15 @@ type Broker struct {
 	// sends, send-backs, END_TRANSACTION and POP batch acks (send.go).
 	fwd    *forwarder
 	sender *sender
+	// The admin request handlers (built at the end of New): topics (handle_topics.go,
+	// topicattr.go), groups (handle_groups.go), clients (clienthandlers.go,
+	// handle_connections.go), configuration (brokerconfig.go, getbrokerconfig.go) and runtime
+	// figures (handle_runtime.go, statsdata.go).
+	topicH   *topicHandlers
+	groupH   *groupHandlers
+	clientH  *clientHandlers
+	configH  *configHandlers
+	runtimeH *runtimeHandlers
 }
 
 // New opens the store and metadata under cfg's paths. It does not listen yet.
@@ -212,10 +221,14 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.commitLog = b.place
+	// brokerPermission and slaveReadEnable as UPDATE_BROKER_CONFIG leaves them (brokerconfig.go).
+	rt := &b.rt
+	permission := func() int32 { return rt.permission(cfg) }
+	slaveRead := func() bool { return rt.slaveReadEnabled(cfg) }
 	b.puller = &puller{cfg: cfg, reads: reads, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		clients: b.clients, longPoll: b.longPoll, stats: b.stats, inMemoryBytes: b.inMemoryBytes,
-		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: b.brokerPermission,
-		slaveReadEnable: b.slaveReadEnabled, refuseBadNames: b.refuseBadNames,
+		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: permission,
+		slaveReadEnable: slaveRead, refuseBadNames: b.refuseBadNames,
 		groupOrCreate: b.groupOrCreate, commitPullOffset: b.commitPullOffset}
 	b.queryH = &queryHandlers{acquire: b.acquireStore}
 	b.wireScheduler()
@@ -238,13 +251,29 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		ensureTopic:            b.ensureTopic,
 		createTopicFromDefault: b.createTopicFromDefault,
 		groupOrCreate:          b.groupOrCreate,
-		brokerPermission:       b.brokerPermission,
+		brokerPermission:       permission,
 		triggerRegister:        b.triggerRegister,
 		refuseBadNames:         b.refuseBadNames,
 		applyDelay:             b.applyDelay,
 		waitReplicas:           b.waitReplicas,
 		commitOffset:           b.commitOffset,
 	}
+	// The admin request handlers; their func values are Broker methods other parts own (the
+	// metadata change path, forwarding, registration, role).
+	enc := encoders{json: b.jsonResponse, fastjson: b.fastjsonResponse}
+	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.metaMu, logger: b.logger,
+		acquire: b.acquireStore, forward: b.fwd.forwardOrRefuse, changeMeta: b.changeMeta, answerChange: b.answerChange,
+		triggerRegister: b.triggerRegister}
+	b.groupH = &groupHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		clients: b.clients, acquire: b.acquireStore, committedOffset: b.committedOffset, forward: b.fwd.forwardOrRefuse,
+		answerChange: b.answerChange}
+	b.clientH = &clientHandlers{encoders: enc, cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
+		logger: b.logger, groupOrCreate: b.groupOrCreate, ensureTopic: b.ensureTopic, triggerRegister: b.triggerRegister,
+		refuseBadName: b.refuseBadName}
+	b.configH = &configHandlers{cfg: b.cfg, rt: &b.rt, logger: b.logger, brokerID: b.brokerID,
+		triggerRegisterNow: b.triggerRegisterNow}
+	b.runtimeH = &runtimeHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
+		roleName: b.roleName, addr: b.Addr, addHARuntimeInfo: b.addHARuntimeInfo, httpAddr: &b.httpAddr, rates: &b.rates}
 	return b, nil
 }
 

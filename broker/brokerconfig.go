@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/magiconair/properties"
 
+	"rocketraft/config"
 	"rocketraft/remoting"
 )
 
@@ -33,30 +34,53 @@ type runtimeConfig struct {
 	slaveRead atomic.Int32
 }
 
-// brokerPermission is brokerPermission as currently set.
-func (b *Broker) brokerPermission() int32 {
-	if b.rt.permSet.Load() {
-		return b.rt.perm.Load()
+// permission is brokerPermission as currently set: the runtime value, else cfg's.
+func (r *runtimeConfig) permission(cfg *config.Broker) int32 {
+	if r.permSet.Load() {
+		return r.perm.Load()
 	}
-	return int32(b.cfg.BrokerPermission)
+	return int32(cfg.BrokerPermission)
 }
 
-// slaveReadEnabled is slaveReadEnable as currently set.
-func (b *Broker) slaveReadEnabled() bool {
-	switch b.rt.slaveRead.Load() {
+// slaveReadEnabled is slaveReadEnable as currently set: the runtime value, else cfg's.
+func (r *runtimeConfig) slaveReadEnabled(cfg *config.Broker) bool {
+	switch r.slaveRead.Load() {
 	case 1:
 		return false
 	case 2:
 		return true
 	}
-	return b.cfg.SlaveReadEnable
+	return cfg.SlaveReadEnable
+}
+
+// setPermission overrides brokerPermission until the process ends.
+func (r *runtimeConfig) setPermission(perm int32) {
+	r.perm.Store(perm)
+	r.permSet.Store(true)
+}
+
+// setSlaveRead overrides slaveReadEnable until the process ends.
+func (r *runtimeConfig) setSlaveRead(on bool) {
+	if on {
+		r.slaveRead.Store(2)
+	} else {
+		r.slaveRead.Store(1)
+	}
+}
+
+// runtimeSetter is what the runtime keys change, so each key's parser can be checked against a
+// recording fake; configHandlers is the real one.
+type runtimeSetter interface {
+	setPermission(perm int32)
+	setSlaveRead(on bool)
+	setLogLevel(lvl hclog.Level)
 }
 
 // runtimeKey is one key UPDATE_BROKER_CONFIG may change: parse validates a value and returns
 // the function that applies it.
 type runtimeKey struct {
 	name  string
-	parse func(b *Broker, v string) (func(), error)
+	parse func(s runtimeSetter, v string) (func(), error)
 }
 
 // RuntimeConfigKeys lists the keys UPDATE_BROKER_CONFIG accepts, for docs/operations.md and tests.
@@ -65,39 +89,59 @@ var RuntimeConfigKeys = []string{"brokerPermission", "logLevel", "slaveReadEnabl
 var runtimeKeys = map[string]runtimeKey{
 	// brokerPermission drains a broker (6 -> 4: no new writes) or brings it back; the name
 	// servers learn it with the registration triggered at once.
-	"brokerPermission": {"brokerPermission", func(b *Broker, v string) (func(), error) {
+	"brokerPermission": {"brokerPermission", func(s runtimeSetter, v string) (func(), error) {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 || n&^0xF != 0 {
 			return nil, fmt.Errorf("brokerPermission must combine READ 4, WRITE 2, INHERIT 1 (PRIORITY 8), got %q", v)
 		}
-		return func() { b.rt.perm.Store(int32(n)); b.rt.permSet.Store(true); b.triggerRegisterNow() }, nil
+		return func() { s.setPermission(int32(n)) }, nil
 	}},
-	"slaveReadEnable": {"slaveReadEnable", func(b *Broker, v string) (func(), error) {
+	"slaveReadEnable": {"slaveReadEnable", func(s runtimeSetter, v string) (func(), error) {
 		on, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return nil, fmt.Errorf("slaveReadEnable must be true or false, got %q", v)
 		}
-		return func() {
-			if on {
-				b.rt.slaveRead.Store(2)
-			} else {
-				b.rt.slaveRead.Store(1)
-			}
-		}, nil
+		return func() { s.setSlaveRead(on) }, nil
 	}},
-	"logLevel": {"logLevel", func(b *Broker, v string) (func(), error) {
+	"logLevel": {"logLevel", func(s runtimeSetter, v string) (func(), error) {
 		lvl := strings.ToLower(strings.TrimSpace(v))
 		switch lvl {
 		case "debug", "info", "warn", "error":
 		default:
 			return nil, fmt.Errorf("logLevel must be debug, info, warn or error, got %q", v)
 		}
-		return func() { b.logger.SetLevel(hclog.LevelFromString(lvl)) }, nil
+		return func() { s.setLogLevel(hclog.LevelFromString(lvl)) }, nil
 	}},
 }
 
+// configHandlers answers GET_BROKER_CONFIG and UPDATE_BROKER_CONFIG: the file's configuration
+// with the runtime overrides it owns (rt) and the logger's level, which UPDATE_BROKER_CONFIG
+// changes in place.
+type configHandlers struct {
+	cfg    *config.Broker
+	rt     *runtimeConfig
+	logger hclog.Logger
+	// brokerID is the node's id as registered (GET_BROKER_CONFIG's brokerId header).
+	brokerID func() int64
+	// triggerRegisterNow tells the name servers a new brokerPermission without waiting.
+	triggerRegisterNow func()
+}
+
+// setPermission applies brokerPermission and registers it at once: a drain must reach the name
+// servers before producers stop sending here.
+func (h *configHandlers) setPermission(perm int32) {
+	h.rt.setPermission(perm)
+	h.triggerRegisterNow()
+}
+
+// setSlaveRead applies slaveReadEnable.
+func (h *configHandlers) setSlaveRead(on bool) { h.rt.setSlaveRead(on) }
+
+// setLogLevel applies logLevel to the broker's logger (and the loggers named from it).
+func (h *configHandlers) setLogLevel(lvl hclog.Level) { h.logger.SetLevel(lvl) }
+
 // handleUpdateBrokerConfig serves UPDATE_BROKER_CONFIG for the allow-listed keys.
-func (b *Broker) handleUpdateBrokerConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *configHandlers) handleUpdateBrokerConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	props, err := properties.Load(req.Body, properties.UTF8)
 	if err != nil {
 		return req.NewResponse(remoting.InvalidParameter, "UPDATE_BROKER_CONFIG body is not properties text: "+err.Error())
@@ -121,7 +165,7 @@ func (b *Broker) handleUpdateBrokerConfig(_ *remoting.Conn, req *remoting.Comman
 	apply := make([]func(), 0, len(keys))
 	for _, k := range keys {
 		v, _ := props.Get(k)
-		f, err := runtimeKeys[k].parse(b, v)
+		f, err := runtimeKeys[k].parse(h, v)
 		if err != nil {
 			return req.NewResponse(remoting.InvalidParameter, err.Error())
 		}
@@ -130,7 +174,7 @@ func (b *Broker) handleUpdateBrokerConfig(_ *remoting.Conn, req *remoting.Comman
 	for i, f := range apply {
 		f()
 		v, _ := props.Get(keys[i])
-		b.logger.Info("broker config changed at runtime", "key", keys[i], "value", v)
+		h.logger.Info("broker config changed at runtime", "key", keys[i], "value", v)
 	}
 	return req.NewResponse(remoting.Success, "")
 }

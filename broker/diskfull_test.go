@@ -42,7 +42,7 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), place: rp, commitLog: rp}
 	b.fwd = &forwarder{place: rp, cfg: cfg, logger: b.logger}
 	b.sender = &sender{cfg: cfg, logger: b.logger, place: rp, commitLog: rp, topics: topics, stats: b.stats, fwd: b.fwd,
-		brokerPermission: b.brokerPermission, storeHost: func() netip.AddrPort { return netip.AddrPort{} }}
+		brokerPermission: func() int32 { return b.rt.permission(b.cfg) }, storeHost: func() netip.AddrPort { return netip.AddrPort{} }}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
 	srv.Handle(remoting.SendMessage, b.sender.handleSend)
 	if err := srv.Start(); err != nil {

@@ -17,22 +17,24 @@ import (
 )
 
 // effectiveConfig is a copy of the broker's configuration with the runtime overrides applied.
-func (b *Broker) effectiveConfig() *config.Broker {
-	c := *b.cfg
-	c.BrokerPermission = int(b.brokerPermission())
-	c.SlaveReadEnable = b.slaveReadEnabled()
-	if lvl := b.logger.GetLevel(); lvl != 0 {
+func (h *configHandlers) effectiveConfig() *config.Broker {
+	c := *h.cfg
+	c.BrokerPermission = int(h.rt.permission(h.cfg))
+	c.SlaveReadEnable = h.rt.slaveReadEnabled(h.cfg)
+	if lvl := h.logger.GetLevel(); lvl != 0 {
 		c.LogLevel = lvl.String()
 	}
 	return &c
 }
 
-func (b *Broker) handleGetBrokerConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleGetBrokerConfig serves GET_BROKER_CONFIG: the effective configuration, secrets redacted,
+// and the node's brokerId.
+func (h *configHandlers) handleGetBrokerConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	resp := req.NewResponse(remoting.Success, "")
-	resp.Body = []byte(config.RedactedProperties(b.effectiveConfig()))
+	resp.Body = []byte(config.RedactedProperties(h.effectiveConfig()))
 	if resp.ExtFields == nil {
 		resp.ExtFields = map[string]string{}
 	}
-	resp.ExtFields["brokerId"] = strconv.FormatInt(b.brokerID(), 10)
+	resp.ExtFields["brokerId"] = strconv.FormatInt(h.brokerID(), 10)
 	return resp
 }

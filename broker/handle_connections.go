@@ -8,21 +8,21 @@ import (
 )
 
 // handleConsumerConnections serves GET_CONSUMER_CONNECTION_LIST: a group's online consumers.
-func (b *Broker) handleConsumerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *clientHandlers) handleConsumerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group := req.Ext("consumerGroup")
-	info, ok := b.clients.ConsumerGroup(group)
+	info, ok := h.clients.ConsumerGroup(group)
 	if !ok || len(info.Connections) == 0 {
 		return req.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+group+"] not online")
 	}
-	return b.jsonResponse(req, info.ConsumerConnection())
+	return h.json(req, info.ConsumerConnection())
 }
 
 // handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST: a group's connected producers.
-func (b *Broker) handleProducerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *clientHandlers) handleProducerConnections(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group := req.Ext("producerGroup")
-	conns := b.clients.ProducerConnections(group)
+	conns := h.clients.ProducerConnections(group)
 	if len(conns) == 0 {
 		return req.NewResponse(remoting.SystemError, "the producer group["+group+"] not exist")
 	}
-	return b.jsonResponse(req, protocol.ProducerConnection{ConnectionSet: conns})
+	return h.json(req, protocol.ProducerConnection{ConnectionSet: conns})
 }

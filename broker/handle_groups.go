@@ -7,16 +7,42 @@ package broker
 import (
 	"sort"
 
+	"rocketraft/broker/clients"
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
+
+// groupHandlers answers the subscription-group administration and consumption-progress codes
+// (and GET_SUBSCRIPTIONGROUP_CONFIG, topicattr.go). It reads the tables, the online clients and
+// the store; group changes go through answerChange (metachange.go), so it never decides the
+// mode itself.
+type groupHandlers struct {
+	encoders
+	cfg     *config.Broker
+	topics  *meta.Topics
+	groups  *meta.Groups
+	offsets *meta.Offsets
+	clients *clients.Manager
+	// acquire is the store reads go to (Broker.acquireStore's rules).
+	acquire func() (*storage.Store, func(), error)
+	// committedOffset is this node's latest view of a group's offset (a Raft leader's queued
+	// commits win over the table).
+	committedOffset func(group, topic string, qid int32) (int64, bool)
+	// forward relays a write a DLedger follower received to the leader (nil: serve it here).
+	forward func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// answerChange makes a metadata change under the group's lock and answers the request.
+	answerChange func(req *remoting.Command, what, kind, name string, op *fsm.MetaOp) *remoting.Command
+}
 
 // handleUpdateGroup serves UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (DLedger: forwarded by a follower,
 // proposed through Raft by the leader).
-func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+func (h *groupHandlers) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := h.forward(conn, req); fwd != nil {
 		return fwd
 	}
 	var gc protocol.SubscriptionGroupConfig
@@ -26,15 +52,15 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 	if err := message.ValidateGroup(gc.GroupName); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
-	return b.answerChange(req, "store subscription group", "group", gc.GroupName, &fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
+	return h.answerChange(req, "store subscription group", "group", gc.GroupName, &fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
 }
 
 // handleDeleteGroup serves DELETE_SUBSCRIPTIONGROUP. DLedger mode: forwarded by a follower; the
 // leader proposes fsm's deleteGroup, which also deletes the group's consumer offsets on every
 // node whatever cleanOffset says (the replicated op has no such flag); a classic broker deletes
 // them only when cleanOffset is set, as RocketMQ's (fsm.MetaOp.KeepOffsets).
-func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+func (h *groupHandlers) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := h.forward(conn, req); fwd != nil {
 		return fwd
 	}
 	group := req.Ext("groupName")
@@ -42,22 +68,22 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
 	}
 	op := &fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group, KeepOffsets: !req.ExtBool("cleanOffset")}
-	return b.answerChange(req, "delete subscription group", "group", group, op)
+	return h.answerChange(req, "delete subscription group", "group", group, op)
 }
 
 // handleGetAllGroupConfig serves GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole group table.
-func (b *Broker) handleGetAllGroupConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.jsonResponse(req, b.groups.Wrapper())
+func (h *groupHandlers) handleGetAllGroupConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return h.json(req, h.groups.Wrapper())
 }
 
 // handleGetAllConsumerOffset serves GET_ALL_CONSUMER_OFFSET: the whole offset table.
-func (b *Broker) handleGetAllConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.jsonResponse(req, b.offsets.Wrapper())
+func (h *groupHandlers) handleGetAllConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return h.json(req, h.offsets.Wrapper())
 }
 
 // handleConsumeStats reports, per queue of the group's topics, how far the
 // broker is ahead of the group (GET_CONSUME_STATS, used by consumerProgress).
-func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *groupHandlers) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group := req.Ext("consumerGroup")
 	if group == "" {
 		return req.NewResponse(remoting.SystemError, "the custom field <consumerGroup> is null")
@@ -66,49 +92,49 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 	if t := req.Ext("topic"); t != "" {
 		topics[t] = true
 	} else {
-		for _, t := range b.offsets.TopicsOfGroup(group) {
+		for _, t := range h.offsets.TopicsOfGroup(group) {
 			topics[t] = true
 		}
-		for _, t := range b.clients.TopicsConsumedBy(group) {
+		for _, t := range h.clients.TopicsConsumedBy(group) {
 			topics[t] = true
 		}
 	}
 	stats := &protocol.ConsumeStats{OffsetTable: map[protocol.MessageQueue]protocol.OffsetWrapper{}}
-	st, release, err := b.acquireStore()
+	st, release, err := h.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
 	defer release() // the offset tables below are in-memory reads: nothing here waits
 	for t := range topics {
-		tc := b.topics.Get(t)
+		tc := h.topics.Get(t)
 		if tc == nil {
 			continue
 		}
 		for q := int32(0); q < tc.ReadQueueNums; q++ {
-			consumer, ok := b.committedOffset(group, t, q)
+			consumer, ok := h.committedOffset(group, t, q)
 			if !ok {
 				consumer = -1
 			}
-			pull, _ := b.offsets.PullOffset(group, t, q)
-			stats.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.OffsetWrapper{
+			pull, _ := h.offsets.PullOffset(group, t, q)
+			stats.OffsetTable[protocol.MessageQueue{Topic: t, BrokerName: h.cfg.BrokerName, QueueID: q}] = protocol.OffsetWrapper{
 				BrokerOffset: st.MaxOffset(t, q), ConsumerOffset: consumer, PullOffset: pull,
 				LastTimestamp: lastStoreTime(st, t, q, consumer),
 			}
 		}
 	}
-	return b.fastjsonResponse(req, stats)
+	return h.fastjson(req, stats)
 }
 
 // handleConsumedByWho serves QUERY_TOPIC_CONSUME_BY_WHO: the groups with offsets on the topic or
 // online consumers subscribed to it.
-func (b *Broker) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *groupHandlers) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic := req.Ext("topic")
 	set := map[string]bool{}
-	for _, g := range b.offsets.GroupsOfTopic(topic) {
+	for _, g := range h.offsets.GroupsOfTopic(topic) {
 		set[g] = true
 	}
-	for _, g := range b.clients.ConsumerGroups() {
-		for _, t := range b.clients.TopicsConsumedBy(g) {
+	for _, g := range h.clients.ConsumerGroups() {
+		for _, t := range h.clients.TopicsConsumedBy(g) {
 			if t == topic {
 				set[g] = true
 			}
@@ -119,7 +145,7 @@ func (b *Broker) handleConsumedByWho(_ *remoting.Conn, req *remoting.Command) *r
 		groups = append(groups, g)
 	}
 	sort.Strings(groups)
-	return b.jsonResponse(req, struct {
+	return h.json(req, struct {
 		GroupList []string `json:"groupList"`
 	}{groups})
 }

@@ -5,8 +5,11 @@ package broker
 import (
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/internal/version"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -16,10 +19,31 @@ import (
 // brokerVersionDesc is reported in GET_BROKER_RUNTIME_INFO.
 const brokerVersionDesc = "V4_9_4 (rocketraft)"
 
+// runtimeHandlers answers what mqadmin reads about the running broker: GET_BROKER_RUNTIME_INFO
+// and VIEW_BROKER_STATS_DATA (statsdata.go). It only reads: the counters, the store's figures,
+// the status sampler and what the role and HA parts report through func values.
+type runtimeHandlers struct {
+	encoders
+	cfg    *config.Broker
+	topics *meta.Topics
+	stats  *stats
+	// acquire is the store reads go to (Broker.acquireStore's rules).
+	acquire func() (*storage.Store, func(), error)
+	// roleName and addr describe the node as registered (addr is known once it listens).
+	roleName func() string
+	addr     func() string
+	// addHARuntimeInfo adds brokerId and the replication keys (ha.go).
+	addHARuntimeInfo func(table map[string]string)
+	// httpAddr is where the status page answers (nil: off); rates the status sampler (nil
+	// before the HTTP endpoints start). Both are set after New, so they are read per request.
+	httpAddr *atomic.Pointer[string]
+	rates    *atomic.Pointer[statusRates]
+}
+
 // handleRuntimeInfo serves GET_BROKER_RUNTIME_INFO: RocketMQ's key/value table of the broker's
 // figures, with ours beside them.
-func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	st, err := b.storeStats()
+func (h *runtimeHandlers) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	st, err := h.storeStats()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
@@ -29,12 +53,12 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 		"brokerVersion":     strconv.Itoa(int(remoting.ServerVersion)),
 		// Ours: which rocketraft build runs (internal/version), beside RocketMQ's keys.
 		"rocketraftVersion":           version.Get().String(),
-		"brokerRole":                  b.roleName(),
-		"brokerName":                  b.cfg.BrokerName,
-		"brokerAddr":                  b.brokerAddr,
-		"flushDiskType":               b.cfg.FlushDiskType,
-		"msgPutTotalTodayNow":         i64(b.stats.putTotal.Load()),
-		"msgGetTotalTodayNow":         i64(b.stats.getTotal.Load()),
+		"brokerRole":                  h.roleName(),
+		"brokerName":                  h.cfg.BrokerName,
+		"brokerAddr":                  h.addr(),
+		"flushDiskType":               h.cfg.FlushDiskType,
+		"msgPutTotalTodayNow":         i64(h.stats.putTotal.Load()),
+		"msgGetTotalTodayNow":         i64(h.stats.getTotal.Load()),
 		"msgPutTotalYesterdayMorning": "0",
 		"msgGetTotalYesterdayMorning": "0",
 		"msgPutTotalTodayMorning":     "0",
@@ -45,10 +69,10 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 		"pageCacheLockTimeMills":      "0",
 		"sendThreadPoolQueueSize":     "0",
 		"pullThreadPoolQueueSize":     "0",
-		"bootTimestamp":               i64(b.stats.started.UnixMilli()),
-		"runtime":                     time.Since(b.stats.started).Round(time.Second).String(),
+		"bootTimestamp":               i64(h.stats.started.UnixMilli()),
+		"runtime":                     time.Since(h.stats.started).Round(time.Second).String(),
 		"goroutines":                  strconv.Itoa(runtime.NumGoroutine()),
-		"topicCount":                  strconv.Itoa(len(b.topics.Names())),
+		"topicCount":                  strconv.Itoa(len(h.topics.Names())),
 	}
 	table["putMessageTimesTotal"] = i64(st.PutMessageTimesTotal)
 	table["putMessageSizeTotal"] = i64(st.PutMessageSizeTotal)
@@ -57,16 +81,16 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	table["diskFull"] = strconv.FormatBool(st.DiskFull)
 	table["storeWriteFailed"] = strconv.FormatBool(st.WriteFailed)
 	table["consumeQueueCount"] = strconv.Itoa(st.Queues)
-	b.addHARuntimeInfo(table)
-	if a := b.httpAddr.Load(); a != nil {
+	h.addHARuntimeInfo(table)
+	if a := h.httpAddr.Load(); a != nil {
 		table["httpAddr"] = *a // ours: the status page, for the name server's page to link to
 	}
-	return b.jsonResponse(req, protocol.KVTable{Table: table})
+	return h.json(req, protocol.KVTable{Table: table})
 }
 
 // storeStats returns the store's figures (GET_BROKER_RUNTIME_INFO, /status).
-func (b *Broker) storeStats() (storage.Stats, error) {
-	st, release, err := b.acquireStore()
+func (h *runtimeHandlers) storeStats() (storage.Stats, error) {
+	st, release, err := h.acquire()
 	if err != nil {
 		return storage.Stats{}, err
 	}

@@ -4,7 +4,10 @@ package broker
 // GET_TOPIC_STATS_INFO (the single topic's config and attributes: topicattr.go).
 
 import (
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/protocol"
@@ -12,17 +15,39 @@ import (
 	"rocketraft/storage"
 )
 
+// topicHandlers answers the topic administration codes. It owns no state: it reads the topic
+// table and the store, and changes topics only through changeMeta/answerChange, so the classic
+// and Raft paths (place.go) stay the metadata change path's business (metachange.go).
+type topicHandlers struct {
+	encoders
+	cfg    *config.Broker
+	topics *meta.Topics
+	// metaMu serialises one topic's check and change with the other writers of that name.
+	metaMu *nameLocks
+	logger hclog.Logger
+	// acquire is the store reads go to (Broker.acquireStore's rules).
+	acquire func() (*storage.Store, func(), error)
+	// forward relays a write a DLedger follower received to the leader (nil: serve it here).
+	forward func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// changeMeta makes one metadata change happen; answerChange does so under a name's lock and
+	// answers the request.
+	changeMeta   func(op *fsm.MetaOp) error
+	answerChange func(req *remoting.Command, what, kind, name string, op *fsm.MetaOp) *remoting.Command
+	// triggerRegister tells the name servers about the changed topic table.
+	triggerRegister func()
+}
+
 // handleUpdateTopic serves UPDATE_AND_CREATE_TOPIC. DLedger mode: a follower forwards it to the
 // leader, which answers once the config is committed through Raft and applied on the leader.
-func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+func (h *topicHandlers) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := h.forward(conn, req); fwd != nil {
 		return fwd
 	}
 	topic := req.Ext("topic")
 	if err := message.ValidateTopic(topic); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, "invalid topic: "+err.Error())
 	}
-	if meta.IsSystemTopic(topic) && b.topics.Get(topic) == nil {
+	if meta.IsSystemTopic(topic) && h.topics.Get(topic) == nil {
 		return req.NewResponse(remoting.InvalidParameter, "The topic["+topic+"] is conflict with system topic.")
 	}
 	tc := protocol.NewTopicConfig(topic)
@@ -47,26 +72,26 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 	}
 	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
 	tc.Order = req.ExtBool("order")
-	unlock := b.metaMu.lock("topic", topic)
-	if resp := b.topicAttributes(req, tc); resp != nil {
+	unlock := h.metaMu.lock("topic", topic)
+	if resp := h.topicAttributes(req, tc); resp != nil {
 		unlock()
 		return resp
 	}
-	err = b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
+	err = h.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
 	unlock()
 	if err != nil {
 		return metaErrorResponse(req, "store topic config", err)
 	}
-	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "attributes", tc.Attributes)
-	b.triggerRegister()
+	h.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "attributes", tc.Attributes)
+	h.triggerRegister()
 	return req.NewResponse(remoting.Success, "")
 }
 
 // handleDeleteTopic serves DELETE_TOPIC_IN_BROKER. DLedger mode: a follower forwards it; the
 // leader proposes fsm's deleteTopic, which every node applies to its config, its consumer offsets
 // of the topic and its consume queues (the state machine deletes those deterministically).
-func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+func (h *topicHandlers) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := h.forward(conn, req); fwd != nil {
 		return fwd
 	}
 	topic := req.Ext("topic")
@@ -76,39 +101,39 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 	if meta.IsSystemTopic(topic) {
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
-	resp := b.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
+	resp := h.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
 	if resp.Code == remoting.Success {
-		b.logger.Info("topic deleted", "topic", topic)
-		b.triggerRegister()
+		h.logger.Info("topic deleted", "topic", topic)
+		h.triggerRegister()
 	}
 	return resp
 }
 
 // handleGetAllTopicConfig serves GET_ALL_TOPIC_CONFIG: the whole topic table.
-func (b *Broker) handleGetAllTopicConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.jsonResponse(req, b.topics.Wrapper())
+func (h *topicHandlers) handleGetAllTopicConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+	return h.json(req, h.topics.Wrapper())
 }
 
 // handleTopicStats serves GET_TOPIC_STATS_INFO: each write queue's offsets and last store time.
-func (b *Broker) handleTopicStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *topicHandlers) handleTopicStats(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic := req.Ext("topic")
-	tc := b.topics.Get(topic)
+	tc := h.topics.Get(topic)
 	if tc == nil {
 		return req.NewResponse(remoting.TopicNotExist, "topic["+topic+"] not exist")
 	}
 	table := &protocol.TopicStatsTable{OffsetTable: map[protocol.MessageQueue]protocol.TopicOffset{}}
-	st, release, err := b.acquireStore()
+	st, release, err := h.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
 	for q := int32(0); q < tc.WriteQueueNums; q++ {
 		maxOff := st.MaxOffset(topic, q)
-		table.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: q}] = protocol.TopicOffset{
+		table.OffsetTable[protocol.MessageQueue{Topic: topic, BrokerName: h.cfg.BrokerName, QueueID: q}] = protocol.TopicOffset{
 			MinOffset: st.MinOffset(topic, q), MaxOffset: maxOff, LastUpdateTimestamp: lastStoreTime(st, topic, q, maxOff),
 		}
 	}
 	release()
-	return b.fastjsonResponse(req, table)
+	return h.fastjson(req, table)
 }
 
 // lastStoreTime is the store time of the message just before offset in a

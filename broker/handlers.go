@@ -61,45 +61,45 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.GetMinOffset:              c(b.queueOffsetHandler(lookupMinOffset)),
 		remoting.GetEarliestMsgStoreTime:   c(b.queueOffsetHandler(lookupEarliestStoreTime)),
 		remoting.SearchOffsetByTimestamp:   c(b.queueOffsetHandler(lookupOffsetByTimestamp)),
-		remoting.GetAllConsumerOffset:      c(b.handleGetAllConsumerOffset), // handle_groups.go
+		remoting.GetAllConsumerOffset:      c(b.groupH.handleGetAllConsumerOffset), // handle_groups.go
 		remoting.InvokeBrokerToResetOffset: c(b.handleResetOffset),
 
 		// Clients (clienthandlers.go, handle_connections.go).
-		remoting.HeartBeat:                 c(b.handleHeartbeat),
-		remoting.UnregisterClient:          c(b.handleUnregisterClient),
-		remoting.GetConsumerListByGroup:    c(b.handleGetConsumerList),
-		remoting.CheckClientConfig:         c(b.handleCheckClientConfig),
-		remoting.GetConsumerConnectionList: c(b.handleConsumerConnections),
-		remoting.GetProducerConnectionList: c(b.handleProducerConnections),
+		remoting.HeartBeat:                 c(b.clientH.handleHeartbeat),
+		remoting.UnregisterClient:          c(b.clientH.handleUnregisterClient),
+		remoting.GetConsumerListByGroup:    c(b.clientH.handleGetConsumerList),
+		remoting.CheckClientConfig:         c(b.clientH.handleCheckClientConfig),
+		remoting.GetConsumerConnectionList: c(b.clientH.handleConsumerConnections),
+		remoting.GetProducerConnectionList: c(b.clientH.handleProducerConnections),
 
 		// Messages by key or id (query.go).
 		remoting.QueryMessage:    c(b.queryH.handleQueryMessage),
 		remoting.ViewMessageByID: c(b.queryH.handleViewMessageByID),
 
 		// Topics (handle_topics.go, topicattr.go).
-		remoting.UpdateAndCreateTopic: c(b.handleUpdateTopic),
-		remoting.DeleteTopicInBroker:  c(b.handleDeleteTopic),
-		remoting.GetTopicConfig:       c(b.handleGetTopicConfig),
-		remoting.GetAllTopicConfig:    c(b.handleGetAllTopicConfig),
-		remoting.GetTopicStatsInfo:    c(b.handleTopicStats),
+		remoting.UpdateAndCreateTopic: c(b.topicH.handleUpdateTopic),
+		remoting.DeleteTopicInBroker:  c(b.topicH.handleDeleteTopic),
+		remoting.GetTopicConfig:       c(b.topicH.handleGetTopicConfig),
+		remoting.GetAllTopicConfig:    c(b.topicH.handleGetAllTopicConfig),
+		remoting.GetTopicStatsInfo:    c(b.topicH.handleTopicStats),
 
 		// Subscription groups and consumption progress (handle_groups.go, topicattr.go).
-		remoting.UpdateAndCreateSubscriptionGroup: c(b.handleUpdateGroup),
-		remoting.DeleteSubscriptionGroup:          c(b.handleDeleteGroup),
-		remoting.GetSubscriptionGroupConfig:       c(b.handleGetSubscriptionGroupConfig),
-		remoting.GetAllSubscriptionGroupConfig:    c(b.handleGetAllGroupConfig),
-		remoting.GetConsumeStats:                  c(b.handleConsumeStats),
-		remoting.QueryTopicConsumeByWho:           c(b.handleConsumedByWho),
-		remoting.ViewBrokerStatsData:              c(b.handleViewStatsData), // statsdata.go
+		remoting.UpdateAndCreateSubscriptionGroup: c(b.groupH.handleUpdateGroup),
+		remoting.DeleteSubscriptionGroup:          c(b.groupH.handleDeleteGroup),
+		remoting.GetSubscriptionGroupConfig:       c(b.groupH.handleGetSubscriptionGroupConfig),
+		remoting.GetAllSubscriptionGroupConfig:    c(b.groupH.handleGetAllGroupConfig),
+		remoting.GetConsumeStats:                  c(b.groupH.handleConsumeStats),
+		remoting.QueryTopicConsumeByWho:           c(b.groupH.handleConsumedByWho),
+		remoting.ViewBrokerStatsData:              c(b.runtimeH.handleViewStatsData), // statsdata.go
 
 		// The broker itself: runtime info (handle_runtime.go), HA (ha.go), delay progress
 		// (schedule.go), configuration (brokerconfig.go: allow-listed keys only;
 		// getbrokerconfig.go: secrets redacted).
-		remoting.GetBrokerRuntimeInfo: c(b.handleRuntimeInfo),
+		remoting.GetBrokerRuntimeInfo: c(b.runtimeH.handleRuntimeInfo),
 		remoting.GetBrokerHAStatus:    c(b.handleHAStatus),
 		remoting.GetAllDelayOffset:    c(b.handleGetAllDelayOffset),
-		remoting.UpdateBrokerConfig:   c(b.handleUpdateBrokerConfig),
-		remoting.GetBrokerConfig:      c(b.handleGetBrokerConfig),
+		remoting.UpdateBrokerConfig:   c(b.configH.handleUpdateBrokerConfig),
+		remoting.GetBrokerConfig:      c(b.configH.handleGetBrokerConfig),
 
 		// Raft group administration (raftadmin.go); the changes need an admin (raftAdmin.guard).
 		remoting.GetRaftStatus:      c(b.raftAdmin.handleGetRaftStatus),

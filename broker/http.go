@@ -62,7 +62,7 @@ func (b *Broker) httpHandler() http.Handler {
 	mux.Handle("/metrics", b.metrics.registry.Handler())
 	registerStatusPage(mux) // statuspage.go: GET / and /ui
 	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		st, err := b.storeStats()
+		st, err := b.runtimeH.storeStats()
 		w.Header().Set("Content-Type", "application/json")
 		status := map[string]any{
 			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.brokerID(),

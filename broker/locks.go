@@ -58,7 +58,7 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
-	locked, err := b.lockQueues(body.ConsumerGroup, body.ClientID, b.ownQueues(body.MqSet))
+	locked, err := b.lockQueues(body.ConsumerGroup, body.ClientID, ownQueues(b.cfg.BrokerName, body.MqSet))
 	if err != nil {
 		return metaErrorResponse(req, "lock queues", err)
 	}
@@ -81,7 +81,7 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
-	mqs := b.ownQueues(body.MqSet)
+	mqs := ownQueues(b.cfg.BrokerName, body.MqSet)
 	b.lockMu.Lock()
 	defer b.lockMu.Unlock()
 	if mqs = b.clients.HeldBy(body.ConsumerGroup, body.ClientID, mqs); len(mqs) == 0 {

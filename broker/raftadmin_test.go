@@ -56,7 +56,7 @@ func TestRaftAdminSingleNode(t *testing.T) {
 		// bootstrap configuration, the leader's no-op, the append: at least 3 entries, all applied
 		t.Fatalf("indexes: %+v", rs)
 	}
-	if st, err := b.storeStats(); err != nil || rs.CommitLogMaxOffset != st.CommitLogMaxOffset || st.CommitLogMaxOffset == 0 {
+	if st, err := b.runtimeH.storeStats(); err != nil || rs.CommitLogMaxOffset != st.CommitLogMaxOffset || st.CommitLogMaxOffset == 0 {
 		want := st.CommitLogMaxOffset
 		t.Fatalf("commitlog max offset %d, store %d", rs.CommitLogMaxOffset, want)
 	}

@@ -46,9 +46,6 @@ func newReadTables(t *testing.T) *readTables {
 // acquire hands out the store as a classic place does.
 func (rt *readTables) acquire() (*storage.Store, func(), error) { return rt.st, noRelease, nil }
 
-// errStoreGone is what a failing acquire returns (a closing DLedger node).
-var errStoreGone = errors.New("store gone")
-
 // noStore is an acquire that always fails.
 func noStore() (*storage.Store, func(), error) { return nil, nil, errStoreGone }
 

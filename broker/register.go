@@ -130,7 +130,7 @@ func (b *Broker) registerGap(lastTook time.Duration) time.Duration {
 // with compressedRegister, or when the JSON is larger than compressRegisterAbove.
 func (b *Broker) registrationBody() (body []byte, compressed bool) {
 	w := b.topics.Wrapper()
-	perm := b.brokerPermission()
+	perm := b.rt.permission(b.cfg)
 	if !protocol.IsReadable(perm) || !protocol.IsWriteable(perm) {
 		for _, tc := range w.TopicConfigTable {
 			tc.Perm = perm

@@ -17,9 +17,10 @@ import (
 	"rocketraft/remoting"
 )
 
-func (b *Broker) handleViewStatsData(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleViewStatsData serves VIEW_BROKER_STATS_DATA from the status sampler's figures.
+func (h *runtimeHandlers) handleViewStatsData(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	name, key := req.Ext("statsName"), req.Ext("statsKey")
-	rates := b.rates.Load()
+	rates := h.rates.Load()
 	var group bool
 	switch name {
 	case protocol.StatsTopicPutNums:
@@ -39,7 +40,7 @@ func (b *Broker) handleViewStatsData(_ *remoting.Conn, req *remoting.Command) *r
 	if !ok {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the stats <%s> <%s> not exist", name, key))
 	}
-	return b.jsonResponse(req, statsData(ks, time.Now()))
+	return h.json(req, statsData(ks, time.Now()))
 }
 
 // statsData turns one key's figures into the three windows; the hour and the day count what

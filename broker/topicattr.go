@@ -17,10 +17,10 @@ import (
 
 // topicAttributes sets tc.Attributes from the topic's current attributes and the request's
 // modifications; a bad modification is answered with INVALID_PARAMETER. DLedger mode: the
-// caller holds the topic's metaMu lock, so the current config read here is the one the
+// caller holds the topic's metaMu lock (handleUpdateTopic), so the current config read here is the one the
 // proposal replaces.
-func (b *Broker) topicAttributes(req *remoting.Command, tc *protocol.TopicConfig) *remoting.Command {
-	old := b.topics.Get(tc.TopicName)
+func (h *topicHandlers) topicAttributes(req *remoting.Command, tc *protocol.TopicConfig) *remoting.Command {
+	old := h.topics.Get(tc.TopicName)
 	var current map[string]string
 	if old != nil {
 		current = old.Attributes
@@ -35,22 +35,22 @@ func (b *Broker) topicAttributes(req *remoting.Command, tc *protocol.TopicConfig
 
 // handleGetTopicConfig serves GET_TOPIC_CONFIG: the topic's config as JSON, TOPIC_NOT_EXIST when
 // this broker lacks it.
-func (b *Broker) handleGetTopicConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *topicHandlers) handleGetTopicConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic := req.Ext("topic")
-	tc := b.topics.Get(topic)
+	tc := h.topics.Get(topic)
 	if tc == nil {
 		return req.NewResponse(remoting.TopicNotExist, "No topic in this broker. topic: "+topic)
 	}
-	return b.jsonResponse(req, tc)
+	return h.json(req, tc)
 }
 
 // handleGetSubscriptionGroupConfig serves GET_SUBSCRIPTIONGROUP_CONFIG: the group's config as
 // JSON, SUBSCRIPTION_GROUP_NOT_EXIST when this broker lacks it.
-func (b *Broker) handleGetSubscriptionGroupConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (h *groupHandlers) handleGetSubscriptionGroupConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group := req.Ext("group")
-	gc := b.groups.Get(group)
+	gc := h.groups.Get(group)
 	if gc == nil {
 		return req.NewResponse(remoting.SubscriptionGroupNotExist, "No group in this broker: "+group)
 	}
-	return b.jsonResponse(req, gc)
+	return h.json(req, gc)
 }

@@ -19,7 +19,7 @@ func TestVersionReported(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || st.Version != version.Get() {
 		t.Fatalf("/status version = %+v (err %v), want %+v", st.Version, err, version.Get())
 	}
-	resp := b.handleRuntimeInfo(nil, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
+	resp := b.runtimeH.handleRuntimeInfo(nil, remoting.NewRequest(remoting.GetBrokerRuntimeInfo, nil, nil))
 	var body struct {
 		Table map[string]string `json:"table"`
 	}
