@@ -49,7 +49,7 @@ func TestACLResources(t *testing.T) {
 }
 
 func TestUpdateBrokerConfigAllowList(t *testing.T) {
-	b := &Broker{cfg: &config.Broker{BrokerPermission: 6}, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1)}
+	b := &Broker{cfg: &config.Broker{BrokerPermission: 6}, logger: hclog.NewNullLogger(), reg: newRegistrar()}
 	call := func(body string) *remoting.Command {
 		return b.handleUpdateBrokerConfig(nil, remoting.NewRequest(remoting.UpdateBrokerConfig, nil, []byte(body)))
 	}

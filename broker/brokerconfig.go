@@ -70,7 +70,7 @@ var runtimeKeys = map[string]runtimeKey{
 		if err != nil || n < 0 || n&^0xF != 0 {
 			return nil, fmt.Errorf("brokerPermission must combine READ 4, WRITE 2, INHERIT 1 (PRIORITY 8), got %q", v)
 		}
-		return func() { b.rt.perm.Store(int32(n)); b.rt.permSet.Store(true); b.triggerRegisterNow() }, nil
+		return func() { b.rt.perm.Store(int32(n)); b.rt.permSet.Store(true); b.reg.triggerNow() }, nil
 	}},
 	"slaveReadEnable": {"slaveReadEnable", func(b *Broker, v string) (func(), error) {
 		on, err := strconv.ParseBool(strings.TrimSpace(v))

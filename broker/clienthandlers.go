@@ -69,7 +69,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 				return req.NewResponse(remoting.SystemError, "create retry topic "+retry+": "+err.Error())
 			}
 			if created {
-				b.triggerRegister()
+				b.reg.trigger()
 			}
 		}
 	}

@@ -42,7 +42,7 @@ func (b *Broker) newReplication(part haPart) *replication.Service {
 		Groups:           b.groups,
 		Offsets:          b.offsets,
 		DelayOffsets:     b.delayOffsets,
-		TriggerRegister:  b.triggerRegister,
+		TriggerRegister:  b.reg.trigger,
 		RouteBrokerAddrs: b.routeBrokerAddrs,
 		SelfAddr:         func() string { return b.brokerAddr },
 		Logger:           b.logger.Named("ha"),

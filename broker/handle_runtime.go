@@ -58,7 +58,7 @@ func (b *Broker) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Command) *rem
 	table["storeWriteFailed"] = strconv.FormatBool(st.WriteFailed)
 	table["consumeQueueCount"] = strconv.Itoa(st.Queues)
 	b.addHARuntimeInfo(table)
-	if a := b.httpAddr.Load(); a != nil {
+	if a := b.status.httpAddr.Load(); a != nil {
 		table["httpAddr"] = *a // ours: the status page, for the name server's page to link to
 	}
 	return b.jsonResponse(req, protocol.KVTable{Table: table})

@@ -58,7 +58,7 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 		return metaErrorResponse(req, "store topic config", err)
 	}
 	b.logger.Info("topic created or updated", "topic", topic, "read", tc.ReadQueueNums, "write", tc.WriteQueueNums, "perm", tc.Perm, "attributes", tc.Attributes)
-	b.triggerRegister()
+	b.reg.trigger()
 	return req.NewResponse(remoting.Success, "")
 }
 
@@ -79,7 +79,7 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 	resp := b.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
 	if resp.Code == remoting.Success {
 		b.logger.Info("topic deleted", "topic", topic)
-		b.triggerRegister()
+		b.reg.trigger()
 	}
 	return resp
 }

@@ -158,7 +158,7 @@ func (b *Broker) unregisterAsync() {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		b.unregisterAll()
+		b.reg.unregisterAll()
 	}()
 }
 

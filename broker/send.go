@@ -223,7 +223,7 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 	}
 	if created {
 		b.logger.Info("auto-created topic", "topic", h.Topic, "queues", tc.WriteQueueNums, "defaultTopic", h.DefaultTopic)
-		b.triggerRegister()
+		b.reg.trigger()
 	}
 	return tc, remoting.Success, ""
 }
@@ -254,7 +254,7 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendP
 		code, remark := errorCode(err)
 		return code, fmt.Sprintf("create DLQ topic %s: %s", dlq, remark)
 	} else if created {
-		b.triggerRegister()
+		b.reg.trigger()
 	}
 	p.toDLQTarget(dlq)
 	return remoting.Success, ""

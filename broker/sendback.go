@@ -123,7 +123,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	}
 	if created {
 		b.logger.Info("created topic for send-back", "topic", topic, "queues", queues)
-		b.triggerRegister()
+		b.reg.trigger()
 	}
 	if !protocol.IsWriteable(tc.Perm) {
 		return fail(remoting.NoPermission, "the topic[%s] sending message is forbidden", topic)

@@ -19,7 +19,7 @@ import (
 
 func (b *Broker) handleViewStatsData(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 	name, key := req.Ext("statsName"), req.Ext("statsKey")
-	rates := b.rates.Load()
+	rates := b.status.rates.Load()
 	var group bool
 	switch name {
 	case protocol.StatsTopicPutNums:
