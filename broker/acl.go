@@ -24,6 +24,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/acl"
 	"rocketraft/config"
 	"rocketraft/protocol"
@@ -54,55 +56,75 @@ var adminCodes = map[int32]bool{
 	remoting.RemoveRaftPeer:                   true,
 }
 
-// openACL loads the accounts file when aclEnable is set and checks the broker's own account
+// aclGate is the broker's side of access control: the accounts store when aclEnable is set
+// (nil store: off), the check of incoming requests and the signing of the broker's own
+// outgoing ones. It keeps the ACL rules in one place that needs only the configuration.
+type aclGate struct {
+	cfg    *config.Broker
+	logger hclog.Logger
+	store  *acl.Store // nil: aclEnable=false
+}
+
+// openACLGate loads the accounts file when aclEnable is set and checks the broker's own account
 // against it: it must exist there with the same secret key and be an admin, since it signs
 // registrations and forwarded writes that need one.
-func (b *Broker) openACL() error {
-	if !b.cfg.AclEnable {
-		return nil
+func openACLGate(cfg *config.Broker, logger hclog.Logger) (*aclGate, error) {
+	g := &aclGate{cfg: cfg, logger: logger}
+	if !cfg.AclEnable {
+		return g, nil
 	}
-	store, err := acl.OpenStore(b.cfg.AclConfigFile, b.logger.Named("acl"))
+	store, err := acl.OpenStore(cfg.AclConfigFile, logger.Named("acl"))
 	if err != nil {
-		return fmt.Errorf("aclEnable: %w", err)
+		return nil, fmt.Errorf("aclEnable: %w", err)
 	}
-	if ak := b.cfg.AccessKey; ak != "" {
+	if ak := cfg.AccessKey; ak != "" {
 		a := store.Current().Accounts[ak]
 		switch {
 		case a == nil:
-			return fmt.Errorf("aclEnable: the broker's accessKey %q is not an account of %s", ak, b.cfg.AclConfigFile)
-		case a.SecretKey != b.cfg.SecretKey:
-			return fmt.Errorf("aclEnable: the broker's secretKey differs from account %q of %s", ak, b.cfg.AclConfigFile)
+			return nil, fmt.Errorf("aclEnable: the broker's accessKey %q is not an account of %s", ak, cfg.AclConfigFile)
+		case a.SecretKey != cfg.SecretKey:
+			return nil, fmt.Errorf("aclEnable: the broker's secretKey differs from account %q of %s", ak, cfg.AclConfigFile)
 		case !a.Admin:
-			return fmt.Errorf("aclEnable: the broker's account %q must be an admin account (admin: true) of %s", ak, b.cfg.AclConfigFile)
+			return nil, fmt.Errorf("aclEnable: the broker's account %q must be an admin account (admin: true) of %s", ak, cfg.AclConfigFile)
 		}
 	}
-	b.acl = store
-	b.logger.Info("ACL on", "file", b.cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
-	return nil
+	g.store = store
+	logger.Info("ACL on", "file", cfg.AclConfigFile, "accounts", len(store.Current().Accounts))
+	return g, nil
 }
 
 // signRequest signs a request this broker sends (name servers, its Raft leader, peers) with
 // its own account; the remoting clients call it just before sending.
-func (b *Broker) signRequest(req *remoting.Command) {
+func (g *aclGate) signRequest(req *remoting.Command) {
 	if req.ExtFields == nil {
 		req.ExtFields = map[string]string{}
 	}
-	acl.Sign(req.ExtFields, req.Body, b.cfg.AccessKey, b.cfg.SecretKey)
+	acl.Sign(req.ExtFields, req.Body, g.cfg.AccessKey, g.cfg.SecretKey)
 }
 
 // outgoingHook is the remoting clients' BeforeRequest: signing when the broker has an account.
-func (b *Broker) outgoingHook() func(*remoting.Command) {
-	if b.cfg.AccessKey == "" {
+func (g *aclGate) outgoingHook() func(*remoting.Command) {
+	if g.cfg.AccessKey == "" {
 		return nil
 	}
-	return b.signRequest
+	return g.signRequest
 }
 
-// checkACL is the remoting server's interceptor: nil lets the request through.
-func (b *Broker) checkACL(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	d, err := b.acl.Current().Check(acl.Request{
+// check is the remoting server's interceptor: nil lets the request through. With ACL off
+// every request passes.
+func (g *aclGate) check(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if g.store == nil {
+		return nil
+	}
+	return g.decide(conn.RemoteAddr(), req)
+}
+
+// decide checks req, sent from remote, against the accounts: nil lets it through, otherwise the
+// NO_PERMISSION answer naming the reason.
+func (g *aclGate) decide(remote string, req *remoting.Command) *remoting.Command {
+	d, err := g.store.Current().Check(acl.Request{
 		Code:       req.Code,
-		RemoteAddr: conn.RemoteAddr(),
+		RemoteAddr: remote,
 		Ext:        req.ExtFields,
 		Body:       req.Body,
 		Resources:  aclResources(req),
@@ -115,9 +137,9 @@ func (b *Broker) checkACL(conn *remoting.Conn, req *remoting.Command) *remoting.
 		return nil
 	}
 	if !errors.Is(err, acl.ErrDenied) {
-		b.logger.Error("ACL check failed", "code", req.Code, "error", err)
+		g.logger.Error("ACL check failed", "code", req.Code, "error", err)
 	}
-	b.logger.Warn("request refused by ACL", "code", req.Code, "remote", conn.RemoteAddr(), "reason", err)
+	g.logger.Warn("request refused by ACL", "code", req.Code, "remote", remote, "reason", err)
 	return req.NewResponse(remoting.NoPermission, err.Error())
 }
 
@@ -200,15 +222,15 @@ func heartbeatResources(body []byte) []acl.Resource {
 // offsets and change brokerPermission, as with RocketMQ's defaults (which this keeps). The Raft
 // membership requests are refused unless allowUnauthenticatedRaftAdmin says otherwise
 // (raftAdminGuard, raftadmin.go).
-func (b *Broker) warnACLOff(listen string) {
-	if b.cfg.AclEnable || config.LoopbackOnly(listen) {
+func (g *aclGate) warnACLOff(listen string) {
+	if g.cfg.AclEnable || config.LoopbackOnly(listen) {
 		return
 	}
 	raftAdmin := "refused (allowUnauthenticatedRaftAdmin=false)"
-	if b.cfg.AllowUnauthenticatedRaftAdmin {
+	if g.cfg.AllowUnauthenticatedRaftAdmin {
 		raftAdmin = "ALLOWED to anyone (allowUnauthenticatedRaftAdmin=true)"
 	}
-	b.logger.Warn("SECURITY: aclEnable=false and the broker listens beyond loopback: anyone who reaches "+listen+
+	g.logger.Warn("SECURITY: aclEnable=false and the broker listens beyond loopback: anyone who reaches "+listen+
 		" may create and delete topics and groups, reset consumer offsets and drain this broker; set aclEnable=true (docs/operations.md \"ACL\") or keep the port on a private network",
 		"listen", listen, "raft_membership_requests", raftAdmin)
 }

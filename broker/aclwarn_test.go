@@ -21,8 +21,8 @@ func TestWarnACLOff(t *testing.T) {
 		var buf bytes.Buffer
 		cfg := config.NewBroker()
 		cfg.AclEnable = c.acl
-		b := &Broker{cfg: cfg, logger: hclog.New(&hclog.LoggerOptions{Output: &buf})}
-		b.warnACLOff(c.listen)
+		g := &aclGate{cfg: cfg, logger: hclog.New(&hclog.LoggerOptions{Output: &buf})}
+		g.warnACLOff(c.listen)
 		if got := strings.Contains(buf.String(), "SECURITY: aclEnable=false"); got != c.want {
 			t.Errorf("listen %q acl %v: warned %v, want %v (%s)", c.listen, c.acl, got, c.want, buf.String())
 		}

@@ -91,6 +91,7 @@ func memStore(t *testing.T) *storage.Store {
 	sc := storage.DefaultConfig("/data/store")
 	sc.FS = vfs.NewMemFS()
 	sc.MappedFileSizeCommitLog = 1 << 20
+	sc.MappedFileSizeConsumeQueue = 1000 * storage.ConsumeQueueUnitSize
 	st, err := storage.Open(sc)
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -55,7 +54,6 @@ type Broker struct {
 	securityWarnings []string
 	cfg              *config.Broker
 	logger           hclog.Logger
-	regLog           registerLog // collapses repeated registration failures (registerlog.go)
 	storeHost        netip.AddrPort
 	brokerAddr       string
 
@@ -80,6 +78,11 @@ type Broker struct {
 	fwdClient *remoting.Client
 	stats     *stats
 	metrics   *brokerMetrics // Prometheus (metrics.go); /metrics on httpPort
+	// reg keeps the node registered with the name servers (register.go); aclGate checks and
+	// signs requests (acl.go); status serves the HTTP port (http.go).
+	reg     *registrar
+	aclGate *aclGate
+	status  *statusPages
 	// txn: END_TRANSACTION and the check-back (package broker/txn, wired in transaction.go).
 	txn *txn.Service
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
@@ -115,23 +118,12 @@ type Broker struct {
 	// (raftadmin.go, membership.go, digestcheck.go).
 	raftAdmin *raftAdmin
 
-	registerNow chan struct{}
-	stop        chan struct{}
-	wg          sync.WaitGroup
-	closeOnce   sync.Once
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
 
 	// disk takes the node out of service on a failed write (DLedger mode, broker/diskfail).
 	disk *diskfail.Guard
-	// rates samples the traffic counters for the status page and VIEW_BROKER_STATS_DATA
-	// (statusrates.go); started with the HTTP endpoints (http.go), nil before.
-	rates atomic.Pointer[statusRates]
-	// httpAddr is where the status page answers (http.go), for GET_BROKER_RUNTIME_INFO; nil: off.
-	httpAddr atomic.Pointer[string]
-
-	// registerUrgent: the pending registration must not wait for the coalescing gap
-	// (register.go, triggerRegisterNow).
-	registerUrgent atomic.Bool
-
 	// fwd forwards what a follower may not serve to the leader (forward.go); sender serves
 	// sends, send-backs, END_TRANSACTION and POP batch acks (send.go).
 	fwd    *forwarder
@@ -153,17 +145,19 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		logger = hclog.NewNullLogger()
 	}
 	b := &Broker{
-		cfg:         cfg,
-		logger:      logger,
-		registerNow: make(chan struct{}, 1),
-		stop:        make(chan struct{}),
-		stats:       newStats(),
+		cfg:    cfg,
+		logger: logger,
+		stop:   make(chan struct{}),
+		stats:  newStats(),
+		reg:    newRegistrar(), // wired below; Raft's replay may trigger it meanwhile
 	}
 	reads := storeReads{acquire: b.acquireStore}
 	b.longPoll = longpoll.New(longpoll.Config{MaxOffset: reads.queueMaxOffset})
-	if err := b.openACL(); err != nil {
+	gate, err := openACLGate(cfg, logger)
+	if err != nil {
 		return nil, err
 	}
+	b.aclGate, b.acl = gate, gate.store
 	peerKey, perr := cfg.PeerKey()
 	if perr != nil {
 		return nil, fmt.Errorf("peerSecret: %w", perr)
@@ -179,7 +173,6 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := os.MkdirAll(configDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create config directory: %w", err)
 	}
-	var err error
 	if b.topics, err = meta.OpenTopics(filepath.Join(configDir, "topics.json"), logger.Named("topics")); err != nil {
 		return nil, fmt.Errorf("open topic table: %w", err)
 	}
@@ -234,15 +227,22 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.wireScheduler()
 	b.txn = b.newTxnService()
 	b.place.onRoleChange(b.roleChanged)
-	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
+	b.nsClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("namesrv-client"), BeforeRequest: b.aclGate.outgoingHook(), TLS: b.clientTLS})
 	// Used only where the place forwards writes (forward.go); it dials nothing until then.
-	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.outgoingHook(), TLS: b.clientTLS})
+	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.aclGate.outgoingHook(), TLS: b.clientTLS})
 	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
 	b.pop.forwardOrRefuse = b.fwd.forwardOrRefuse // POP is built before the place, the forwarder after
 	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
 		ns: b.nsClient, peers: b.fwdClient, forward: b.fwd.forwardWrite, leaderAddr: b.fwd.leaderBrokerAddr,
-		unregister: b.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
-	b.metrics = newBrokerMetrics(b)
+		unregister: b.reg.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
+	b.metrics = newBrokerMetrics(metricsSources{cfg: cfg, stats: b.stats, topics: b.topics, groups: b.groups, offsets: b.offsets, place: b.place})
+	b.commitLog = b.metrics.timed(b.commitLog) // DLedger mode: appends timed
+	b.reg.registrarDeps = registrarDeps{cfg: cfg, logger: logger, topics: b.topics, place: b.place, invoke: b.nsClient.Invoke,
+		addr: b.Addr, perm: permission, haAddr: b.repl.AdvertisedAddr, onAnswer: b.repl.OnRegisterAnswer, draining: b.sd.draining.Load}
+	// status gets storeStats once runtimeH, which reads status's HTTP address and rates, exists.
+	b.status = &statusPages{cfg: cfg, logger: logger, place: b.place, topics: b.topics, offsets: b.offsets, clients: b.clients,
+		stats: b.stats, metrics: b.metrics.registry.Handler(), addr: b.Addr, raftStatus: b.raftAdmin.raftStatus,
+		committedOffset: b.committedOffset}
 	b.disk.SetLeave(b.leaveOnDiskFailure)
 	b.sender = &sender{
 		cfg: cfg, logger: logger, place: b.place, commitLog: b.commitLog, topics: b.topics, stats: b.stats,
@@ -252,7 +252,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		createTopicFromDefault: b.createTopicFromDefault,
 		groupOrCreate:          b.groupOrCreate,
 		brokerPermission:       permission,
-		triggerRegister:        b.triggerRegister,
+		triggerRegister:        b.reg.trigger,
 		refuseBadNames:         b.refuseBadNames,
 		applyDelay:             b.applyDelay,
 		waitReplicas:           b.waitReplicas,
@@ -263,17 +263,18 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	enc := encoders{json: b.jsonResponse, fastjson: b.fastjsonResponse}
 	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.metaMu, logger: b.logger,
 		acquire: b.acquireStore, forward: b.fwd.forwardOrRefuse, changeMeta: b.changeMeta, answerChange: b.answerChange,
-		triggerRegister: b.triggerRegister}
+		triggerRegister: b.reg.trigger}
 	b.groupH = &groupHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		clients: b.clients, acquire: b.acquireStore, committedOffset: b.committedOffset, forward: b.fwd.forwardOrRefuse,
 		answerChange: b.answerChange}
 	b.clientH = &clientHandlers{encoders: enc, cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
-		logger: b.logger, groupOrCreate: b.groupOrCreate, ensureTopic: b.ensureTopic, triggerRegister: b.triggerRegister,
+		logger: b.logger, groupOrCreate: b.groupOrCreate, ensureTopic: b.ensureTopic, triggerRegister: b.reg.trigger,
 		refuseBadName: b.refuseBadName}
 	b.configH = &configHandlers{cfg: b.cfg, rt: &b.rt, logger: b.logger, brokerID: b.brokerID,
-		triggerRegisterNow: b.triggerRegisterNow}
+		triggerRegisterNow: b.reg.triggerNow}
 	b.runtimeH = &runtimeHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
-		roleName: b.roleName, addr: b.Addr, addHARuntimeInfo: b.addHARuntimeInfo, httpAddr: &b.httpAddr, rates: &b.rates}
+		roleName: b.roleName, addr: b.Addr, addHARuntimeInfo: b.addHARuntimeInfo, httpAddr: &b.status.httpAddr, rates: &b.status.rates}
+	b.status.storeStats = b.runtimeH.storeStats
 	return b, nil
 }
 
@@ -337,7 +338,7 @@ func (b *Broker) Start() error {
 	if err := b.server.Start(); err != nil {
 		return err
 	}
-	b.warnACLOff(addr) // acl.go
+	b.aclGate.warnACLOff(addr) // acl.go
 	// The advertised address uses brokerIP1 and the real port (listenPort 0 picks one).
 	_, port, _ := net.SplitHostPort(b.server.Addr())
 	b.brokerAddr = net.JoinHostPort(b.cfg.BrokerIP1, port)
@@ -347,7 +348,7 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("brokerIP1 %q is not an IP address: %w", b.cfg.BrokerIP1, err)
 	}
 	b.storeHost = ap
-	if err := b.startHTTP(); err != nil {
+	if err := b.status.start(b.stop, b.securityWarnings); err != nil {
 		_ = b.server.Close()
 		return fmt.Errorf("listen on httpPort %d: %w", b.cfg.HTTPPort, err)
 	}
@@ -358,7 +359,10 @@ func (b *Broker) Start() error {
 
 	b.wg.Add(3)
 	b.place.start(b) // DLedger mode: the role watch (role.go)
-	go b.registerLoop()
+	go func() {
+		defer b.wg.Done()
+		b.reg.run(b.stop)
+	}()
 	go func() {
 		defer b.wg.Done()
 		b.longPoll.Run(b.stop)
@@ -407,8 +411,8 @@ func (b *Broker) Close() error {
 	b.closeOnce.Do(func() {
 		b.place.handOff() // DLedger mode: queued offsets proposed, leadership handed off
 		if b.server != nil {
-			b.sd.draining.Store(true) // registerLoop registers no more
-			b.unregisterAll()
+			b.sd.draining.Store(true) // the registrar registers no more
+			b.reg.unregisterAll()
 			b.drainClients()
 			b.waitInflight()
 		}

@@ -17,5 +17,5 @@ func IsDiskFailure(err error) bool { return diskfail.Is(err) }
 // (role unknown, as a removed node), then unregister.
 func (b *Broker) leaveOnDiskFailure() {
 	b.place.leave()
-	b.unregisterAll()
+	b.reg.unregisterAll()
 }

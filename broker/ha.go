@@ -47,7 +47,7 @@ func (b *Broker) newReplication(part haPart) *replication.Service {
 		Groups:           b.groups,
 		Offsets:          b.offsets,
 		DelayOffsets:     b.delayOffsets,
-		TriggerRegister:  b.triggerRegister,
+		TriggerRegister:  b.reg.trigger,
 		RouteBrokerAddrs: routes,
 		SelfAddr:         func() string { return b.brokerAddr },
 		Logger:           b.logger.Named("ha"),

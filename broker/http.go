@@ -5,10 +5,18 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/clients"
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/internal/opshttp"
 	"rocketraft/internal/version"
+	"rocketraft/protocol"
+	"rocketraft/storage"
 )
 
 // statusPagePublicPaths are the status page's static files (statuspage.go, webui): no data,
@@ -16,75 +24,111 @@ import (
 // ReadyPath (ready.go), which probes read without credentials.
 var statusPagePublicPaths = []string{"/", "/ui", "/ui/common.css", "/ui/common.js", ReadyPath}
 
-// startHTTP serves operational endpoints on httpBindAddress:httpPort (0 = off; loopback by
+// statusPages is the HTTP port: the status page and its /status record, readiness for probes,
+// /metrics and pprof, and the rate sampler behind the page's live figures. It reads the broker's
+// tables, clients, counters and place through the dependencies New hands it, so the pages can be
+// served and tested without a running broker.
+type statusPages struct {
+	cfg     *config.Broker
+	logger  hclog.Logger
+	place   place
+	topics  *meta.Topics
+	offsets *meta.Offsets
+	clients *clients.Manager
+	stats   *stats
+	// metrics answers /metrics (the broker's Prometheus registry).
+	metrics http.Handler
+	// addr is the advertised broker address; storeStats the store's figures; raftStatus the
+	// record mqadmin raftStatus gets; committedOffset a consumer offset with the commits still
+	// batched for Raft (what a consumer would be told).
+	addr            func() string
+	storeStats      func() (storage.Stats, error)
+	raftStatus      func(*raftPlace) protocol.RaftStatus
+	committedOffset func(group, topic string, qid int32) (int64, bool)
+
+	// warnings are the peer ports' security warnings (peerlinks.go), known once Start began.
+	warnings []string
+	// rates samples the traffic counters for the status page and VIEW_BROKER_STATS_DATA
+	// (statusrates.go); started with the HTTP endpoints, nil before.
+	rates atomic.Pointer[statusRates]
+	// httpAddr is where the status page answers, for GET_BROKER_RUNTIME_INFO; nil: off.
+	httpAddr atomic.Pointer[string]
+}
+
+// start serves operational endpoints on httpBindAddress:httpPort (0 = off; loopback by
 // default): / (and /ui), an HTML status page (statuspage.go); /status with the broker's
 // identity, store figures, topics and consumer lag as JSON, /metrics for Prometheus
 // (metrics.go), and with enablePprof Go's /debug/pprof so a CPU profile can be taken from a
 // running broker under load (loopback clients only, at most opshttp.MaxProfileSeconds). Every
 // endpoint is GET/HEAD only; with httpAuthToken set, all but the page's static files need it
-// (package internal/opshttp).
-func (b *Broker) startHTTP() error {
+// (package internal/opshttp). Everything it starts stops when stop closes; warnings are the
+// peer ports' security warnings /status lists.
+func (s *statusPages) start(stop <-chan struct{}, warnings []string) error {
+	s.warnings = warnings
 	// The rate sampler runs even without the port: VIEW_BROKER_STATS_DATA (statsdata.go) reads it.
-	rates := newStatusRates(b.rateCounters)
-	b.rates.Store(rates)
-	go rates.run(b.stop)
-	if b.cfg.HTTPPort == 0 {
+	rates := newStatusRates(s.rateCounters)
+	s.rates.Store(rates)
+	go rates.run(stop)
+	if s.cfg.HTTPPort == 0 {
 		return nil
 	}
-	ln, err := opshttp.Listen(b.cfg.HTTPBindAddress, b.cfg.HTTPPort)
+	ln, err := opshttp.Listen(s.cfg.HTTPBindAddress, s.cfg.HTTPPort)
 	if err != nil {
-		return err
+		return err // Start says which port
 	}
-	srv := &http.Server{Handler: b.httpHandler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			b.logger.Error("http server stopped", "error", err)
+			s.logger.Error("http server stopped", "error", err)
 		}
 	}()
 	go func() {
-		<-b.stop
+		<-stop
 		_ = srv.Close()
 	}()
-	b.httpAddr.Store(ptr(advertisedHTTPAddr(ln.Addr().String(), b.cfg.HTTPBindAddress, b.cfg.BrokerIP1)))
-	b.logger.Info("http endpoints", "addr", ln.Addr().String(), "pprof", b.cfg.EnablePprof, "token", b.cfg.HTTPAuthToken != "")
-	if opshttp.Exposed(b.cfg.HTTPBindAddress) && b.cfg.HTTPAuthToken == "" {
-		b.logger.Warn("the HTTP port listens beyond loopback without httpAuthToken: anyone reaching it reads /status and /metrics",
-			"httpBindAddress", b.cfg.HTTPBindAddress, "httpPort", b.cfg.HTTPPort)
+	s.httpAddr.Store(ptr(advertisedHTTPAddr(ln.Addr().String(), s.cfg.HTTPBindAddress, s.cfg.BrokerIP1)))
+	s.logger.Info("http endpoints", "addr", ln.Addr().String(), "pprof", s.cfg.EnablePprof, "token", s.cfg.HTTPAuthToken != "")
+	if opshttp.Exposed(s.cfg.HTTPBindAddress) && s.cfg.HTTPAuthToken == "" {
+		s.logger.Warn("the HTTP port listens beyond loopback without httpAuthToken: anyone reaching it reads /status and /metrics",
+			"httpBindAddress", s.cfg.HTTPBindAddress, "httpPort", s.cfg.HTTPPort)
 	}
 	return nil
 }
 
-// httpHandler is the HTTP port's whole handler: the endpoints behind opshttp.Guard.
-func (b *Broker) httpHandler() http.Handler {
-	opts := opshttp.Options{AuthToken: b.cfg.HTTPAuthToken, EnablePprof: b.cfg.EnablePprof}
+// handler is the HTTP port's whole handler: the endpoints behind opshttp.Guard.
+func (s *statusPages) handler() http.Handler {
+	opts := opshttp.Options{AuthToken: s.cfg.HTTPAuthToken, EnablePprof: s.cfg.EnablePprof}
 	mux := http.NewServeMux()
 	opshttp.RegisterPprof(mux, opts)
-	mux.Handle("/metrics", b.metrics.registry.Handler())
+	mux.Handle("/metrics", s.metrics)
 	registerStatusPage(mux) // statuspage.go: GET / and /ui
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
-		st, err := b.runtimeH.storeStats()
-		w.Header().Set("Content-Type", "application/json")
-		status := map[string]any{
-			"cluster": b.cfg.BrokerClusterName, "brokerName": b.cfg.BrokerName, "brokerId": b.brokerID(),
-			"role": b.roleName(), "addr": b.brokerAddr, "store": st,
-			"putTotal": b.stats.putTotal.Load(), "getTotal": b.stats.getTotal.Load(),
-			"version": version.Get(), // internal/version: version, commit, goVersion, buildDate
-		}
-		if err != nil {
-			status["storeError"] = err.Error()
-		}
-		b.addStatusLists(status)                 // statuspage.go: topics, consumer groups and lag
-		b.addLiveFigures(status, b.rates.Load()) // statusview.go: rates, uptime, clients, followers
-		if rp, err := b.place.raft(); err == nil {
-			// The same record mqadmin raftStatus gets over remoting.
-			status["raftStatus"] = b.raftAdmin.raftStatus(rp)
-			status["raft"] = rp.node.Status()
-			status["batcher"] = rp.batcher.Stats()
-		}
-		_ = json.NewEncoder(w).Encode(status)
-	})
-	mux.HandleFunc(ReadyPath, b.serveReady) // ready.go: readiness for probes, public
+	mux.HandleFunc("/status", s.serveStatus)
+	mux.HandleFunc(ReadyPath, s.serveReady) // ready.go: readiness for probes, public
 	return opshttp.Guard(mux, opts, statusPagePublicPaths...)
+}
+
+// serveStatus answers /status: the broker's identity, store, lists and live figures as JSON.
+func (s *statusPages) serveStatus(w http.ResponseWriter, _ *http.Request) {
+	st, err := s.storeStats()
+	w.Header().Set("Content-Type", "application/json")
+	status := map[string]any{
+		"cluster": s.cfg.BrokerClusterName, "brokerName": s.cfg.BrokerName, "brokerId": s.place.brokerID(),
+		"role": s.place.roleName(), "addr": s.addr(), "store": st,
+		"putTotal": s.stats.putTotal.Load(), "getTotal": s.stats.getTotal.Load(),
+		"version": version.Get(), // internal/version: version, commit, goVersion, buildDate
+	}
+	if err != nil {
+		status["storeError"] = err.Error()
+	}
+	s.addStatusLists(status)                 // statuspage.go: topics, consumer groups and lag
+	s.addLiveFigures(status, s.rates.Load()) // statusview.go: rates, uptime, clients, followers
+	if rp, err := s.place.raft(); err == nil {
+		// The same record mqadmin raftStatus gets over remoting.
+		status["raftStatus"] = s.raftStatus(rp)
+		status["raft"] = rp.node.Status()
+		status["batcher"] = rp.batcher.Stats()
+	}
+	_ = json.NewEncoder(w).Encode(status)
 }
 
 // advertisedHTTPAddr is the address other processes link to: the listener's, with brokerIP1 as

@@ -45,7 +45,7 @@ func httpDo(h http.Handler, method, target, remote, auth string) *httptest.Respo
 
 // The broker's HTTP port by default: no pprof, read-only, /status and /metrics open.
 func TestHTTPDefaults(t *testing.T) {
-	h := httpTestBroker(t, nil).httpHandler()
+	h := httpTestBroker(t, nil).status.handler()
 	const local = "127.0.0.1:40000"
 	for _, p := range []string{"/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1", "/debug/pprof/goroutine"} {
 		if w := httpDo(h, "GET", p, local, ""); w.Code != http.StatusNotFound {
@@ -70,7 +70,7 @@ func TestHTTPDefaults(t *testing.T) {
 
 // enablePprof: served to loopback peers only, profile lengths capped.
 func TestHTTPPprofEnabled(t *testing.T) {
-	h := httpTestBroker(t, func(c *config.Broker) { c.EnablePprof = true }).httpHandler()
+	h := httpTestBroker(t, func(c *config.Broker) { c.EnablePprof = true }).status.handler()
 	if w := httpDo(h, "GET", "/debug/pprof/", "127.0.0.1:40000", ""); w.Code != http.StatusOK {
 		t.Errorf("pprof index from loopback: %d", w.Code)
 	}
@@ -86,7 +86,7 @@ func TestHTTPPprofEnabled(t *testing.T) {
 
 // httpAuthToken: /status, /metrics and pprof need the bearer token, the page's files do not.
 func TestHTTPToken(t *testing.T) {
-	h := httpTestBroker(t, func(c *config.Broker) { c.HTTPAuthToken = "tok-123"; c.EnablePprof = true }).httpHandler()
+	h := httpTestBroker(t, func(c *config.Broker) { c.HTTPAuthToken = "tok-123"; c.EnablePprof = true }).status.handler()
 	const local = "127.0.0.1:40000"
 	for _, p := range []string{"/status", "/metrics", "/debug/pprof/"} {
 		if w := httpDo(h, "GET", p, local, ""); w.Code != http.StatusUnauthorized {

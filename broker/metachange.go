@@ -66,11 +66,11 @@ func (b *Broker) applyChange(op *fsm.MetaOp) (saveErr, err error) {
 			return nil, fmt.Errorf("%w: topic config without a name", meta.ErrInvalid)
 		}
 		saveErr = b.topics.PutAt(op.Topic, now)
-		b.triggerRegister()
+		b.reg.trigger()
 	case fsm.OpDeleteTopic:
 		var existed bool
 		if existed, saveErr = b.topics.DeleteAt(op.Name, now); existed {
-			b.triggerRegister()
+			b.reg.trigger()
 		}
 		b.offsets.DeleteTopic(op.Name)
 		b.pop.table.DeleteTopic(op.Name)
@@ -180,7 +180,7 @@ func (a metaApplier) RestoreMeta(files []fsm.MetaFile) error {
 	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.UnixMilli(tw.DataVersion.Timestamp)); err != nil {
 		b.logger.Warn("system topics after a metadata restore", "error", err)
 	}
-	b.triggerRegister()
+	b.reg.trigger()
 	return nil
 }
 

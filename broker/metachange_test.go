@@ -24,7 +24,7 @@ func metaBroker(t *testing.T, dir string) *Broker {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.BrokerClusterName, cfg.BrokerName = "C", "B"
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), registerNow: make(chan struct{}, 1), clients: clients.NewManager(clients.Config{})}
+	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), reg: newRegistrar(), clients: clients.NewManager(clients.Config{})}
 	var err error
 	if b.topics, err = meta.OpenTopics(filepath.Join(dir, "topics.json"), nil); err != nil {
 		t.Fatal(err)

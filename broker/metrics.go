@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/metrics"
 	"rocketraft/storage"
 )
@@ -45,20 +46,39 @@ type brokerMetrics struct {
 	apply    *metrics.Histogram // DLedger mode: Raft append latency on the leader
 }
 
-// newBrokerMetrics builds the registry and, in DLedger mode, wraps b.commitLog to time appends. New
-// calls it once the commitlog is open.
-func newBrokerMetrics(b *Broker) *brokerMetrics {
+// metricsSources is what a scrape reads: the configuration (permission, disk limit, store
+// path), the traffic counters, the metadata tables and the node's place (its store and Raft).
+type metricsSources struct {
+	cfg     *config.Broker
+	stats   *stats
+	topics  *meta.Topics
+	groups  *meta.Groups
+	offsets *meta.Offsets
+	place   place
+}
+
+// newBrokerMetrics builds the registry with the collector reading src. New calls it once the
+// commitlog is open (the place decides whether appends are timed) and wraps the commitlog with
+// timed.
+func newBrokerMetrics(src metricsSources) *brokerMetrics {
 	m := &brokerMetrics{
-		registry: metrics.NewRegistry(metrics.Identity{Cluster: b.cfg.BrokerClusterName, NodeType: metrics.NodeTypeBroker, NodeID: b.cfg.BrokerName}),
+		registry: metrics.NewRegistry(metrics.Identity{Cluster: src.cfg.BrokerClusterName, NodeType: metrics.NodeTypeBroker, NodeID: src.cfg.BrokerName}),
 		rpc:      metrics.NewRPC(),
+		apply:    src.place.newApplyHistogram(), // DLedger mode; nil in classic mode
 	}
-	if m.apply = b.place.newApplyHistogram(); m.apply != nil { // DLedger mode
-		b.commitLog = timedCommitLog{b.commitLog, m.apply}
-	}
-	if err := m.registry.Register(m.rpc, &brokerCollector{b: b, m: m}); err != nil {
+	if err := m.registry.Register(m.rpc, &brokerCollector{src: src, apply: m.apply}); err != nil {
 		panic("broker metrics: " + err.Error()) // duplicate descriptors: a programming error
 	}
 	return m
+}
+
+// timed is cl with its appends timed into the apply histogram when appends are replicated
+// (DLedger mode), cl itself otherwise.
+func (m *brokerMetrics) timed(cl CommitLog) CommitLog {
+	if m.apply == nil {
+		return cl
+	}
+	return timedCommitLog{cl, m.apply}
 }
 
 // timedCommitLog observes how long each successful append took (DLedger: proposal until

@@ -61,10 +61,11 @@ var (
 
 var raftStates = [...]string{"Follower", "Candidate", "Leader", "Shutdown"}
 
-// brokerCollector turns the broker's counters and state into metrics at scrape time.
+// brokerCollector turns the broker's counters and state into metrics at scrape time; apply is
+// the Raft append latency histogram (nil in classic mode).
 type brokerCollector struct {
-	b *Broker
-	m *brokerMetrics
+	src   metricsSources
+	apply *metrics.Histogram
 }
 
 // Describe implements prometheus.Collector.
@@ -82,9 +83,9 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	e := metrics.Emitter{Ch: ch}
 	c.collectTraffic(e)
-	e.Gauge(descPermission, float64(c.b.cfg.BrokerPermission))
-	e.Gauge(descTopics, float64(len(c.b.topics.Names())))
-	e.Gauge(descGroups, float64(len(c.b.groups.Names())))
+	e.Gauge(descPermission, float64(c.src.cfg.BrokerPermission))
+	e.Gauge(descTopics, float64(len(c.src.topics.Names())))
+	e.Gauge(descGroups, float64(len(c.src.groups.Names())))
 	c.collectStore(e)
 	c.collectLag(e, time.Now())
 	c.collectRaft(e)
@@ -92,7 +93,7 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 
 // collectTraffic reports the send, pull and DLQ counters.
 func (c *brokerCollector) collectTraffic(e metrics.Emitter) {
-	c.b.stats.topics.Range(func(k, v any) bool {
+	c.src.stats.topics.Range(func(k, v any) bool {
 		topic, tm := k.(string), v.(*topicMetrics)
 		sys := isSystem(topic, "")
 		for i := range tm.in {
@@ -122,12 +123,12 @@ func (c *brokerCollector) collectTraffic(e metrics.Emitter) {
 
 // collectStore reports the storage figures and disk usage against diskMaxUsedSpaceRatio.
 func (c *brokerCollector) collectStore(e metrics.Emitter) {
-	e.Gauge(descDiskMax, float64(c.b.cfg.DiskMaxUsedSpaceRatio))
-	if u, err := (vfs.OS{}).DiskUsage(c.b.cfg.StorePathRootDir); err == nil {
+	e.Gauge(descDiskMax, float64(c.src.cfg.DiskMaxUsedSpaceRatio))
+	if u, err := (vfs.OS{}).DiskUsage(c.src.cfg.StorePathRootDir); err == nil {
 		e.Gauge(descStorageSize, float64(u.Used), metrics.StorageTypeLocal, metrics.StorageMediumDisk)
 		e.Gauge(descDiskUsed, u.Ratio())
 	}
-	st, release, err := c.b.acquireStore()
+	st, release, err := c.src.place.acquire()
 	if err != nil {
 		return
 	}
@@ -162,7 +163,7 @@ func recordStoreTime(st *storage.Store, phys int64) int64 {
 // committed offsets, and how old the oldest of them is. The work is bounded by lagMaxPairs,
 // lagMaxQueues and lagMaxReads; pairs beyond them are left out of this scrape.
 func (c *brokerCollector) collectLag(e metrics.Emitter, now time.Time) {
-	table := c.b.offsets.Wrapper().OffsetTable
+	table := c.src.offsets.Wrapper().OffsetTable
 	keys := make([]string, 0, len(table))
 	for k := range table {
 		keys = append(keys, k)
@@ -171,7 +172,7 @@ func (c *brokerCollector) collectLag(e metrics.Emitter, now time.Time) {
 	if len(keys) > lagMaxPairs {
 		keys = keys[:lagMaxPairs]
 	}
-	st, release, err := c.b.acquireStore()
+	st, release, err := c.src.place.acquire()
 	if err != nil {
 		return
 	}
@@ -231,7 +232,7 @@ func queueStoreTime(st *storage.Store, topic string, qid int32, offset int64) in
 
 // collectRaft reports the node's Raft state (DLedger mode only).
 func (c *brokerCollector) collectRaft(e metrics.Emitter) {
-	rp, err := c.b.place.raft()
+	rp, err := c.src.place.raft()
 	if err != nil {
 		return
 	}
@@ -259,7 +260,7 @@ func (c *brokerCollector) collectRaft(e metrics.Emitter) {
 	}
 	e.Gauge(descRaftDiverged, diverged, g, p)
 	e.Gauge(descRaftChecked, float64(rp.fsm.CheckedIndex()), g, p)
-	if c.m.apply != nil {
-		e.Histogram(descRaftApply, c.m.apply, g, p)
+	if c.apply != nil {
+		e.Histogram(descRaftApply, c.apply, g, p)
 	}
 }

@@ -60,7 +60,13 @@ type gathered map[string]float64
 
 func gather(t *testing.T, b *Broker) gathered {
 	t.Helper()
-	mfs, err := b.metrics.registry.Gatherer().Gather()
+	return gatherMetrics(t, b.metrics)
+}
+
+// gatherMetrics is one scrape of m's registry.
+func gatherMetrics(t *testing.T, m *brokerMetrics) gathered {
+	t.Helper()
+	mfs, err := m.registry.Gatherer().Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}

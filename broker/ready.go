@@ -25,8 +25,8 @@ const (
 )
 
 // serveReady answers ReadyPath.
-func (b *Broker) serveReady(w http.ResponseWriter, _ *http.Request) {
-	ok, why := b.readiness()
+func (s *statusPages) serveReady(w http.ResponseWriter, _ *http.Request) {
+	ok, why := readiness(s.place, time.Now())
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	if !ok {
@@ -37,19 +37,19 @@ func (b *Broker) serveReady(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// readiness says whether the node serves: its store is open and, in a Raft group, it is a
-// leader that accepts writes or a follower in touch with its leader and caught up.
-func (b *Broker) readiness() (bool, string) {
-	_, release, err := b.acquireStore()
+// readiness says whether the node in place p serves at now: its store is open and, in a Raft
+// group, it is a leader that accepts writes or a follower in touch with its leader and caught up.
+func readiness(p place, now time.Time) (bool, string) {
+	_, release, err := p.acquire()
 	if err != nil {
 		return false, "store unavailable"
 	}
 	release()
-	rp, err := b.place.raft()
+	rp, err := p.raft()
 	if err != nil {
 		return true, "" // classic master or slave: the store is open and the port listens
 	}
-	return raftReadiness(rp.node.Status(), time.Now())
+	return raftReadiness(rp.node.Status(), now)
 }
 
 // raftReadiness is readiness's rule for a Raft node in state st at now.

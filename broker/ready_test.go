@@ -13,7 +13,7 @@ import (
 // TestReadyEndpoint: a classic broker with its store open is ready, and probes need no token even
 // when the port has one (while /status still does).
 func TestReadyEndpoint(t *testing.T) {
-	h := httpTestBroker(t, func(c *config.Broker) { c.HTTPAuthToken = "s3cret" }).httpHandler()
+	h := httpTestBroker(t, func(c *config.Broker) { c.HTTPAuthToken = "s3cret" }).status.handler()
 	const remote = "10.0.0.9:40000"
 	if w := httpDo(h, "GET", ReadyPath, remote, ""); w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != "ready" {
 		t.Fatalf("GET %s = %d %q, want 200 ready", ReadyPath, w.Code, w.Body.String())

@@ -7,6 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
 )
@@ -27,31 +31,73 @@ const compressRegisterAbove = 1 << 20
 // broker's and the name servers' time while topics are being created in a burst.
 const registerGapFactor = 4
 
-// triggerRegister asks the registration loop to register with every name server after a
-// topic was created or changed: at once when the last registration is older than the
-// coalescing gap (registerGap), else at the gap's end, with every change made meanwhile.
-func (b *Broker) triggerRegister() {
-	b.signalRegister()
+// registrar keeps this broker registered with every name server: periodically, at once after a
+// role or permission change, and after topic changes coalesced into bounded bursts. It owns the
+// registration loop and its failure log so the rest of the broker only triggers it. It exists
+// from the start of New (Raft's replay triggers registrations while the place opens); its
+// registrarDeps are wired once the place and the name-server client exist, before run.
+type registrar struct {
+	registrarDeps
+
+	// now wakes the loop; urgent says the pending registration must not wait for the
+	// coalescing gap (triggerNow).
+	now    chan struct{}
+	urgent atomic.Bool
+	log    registerLog // collapses repeated registration failures (registerlog.go)
 }
 
-// triggerRegisterNow registers without waiting for the coalescing gap: a role change (DLedger
+// registrarDeps is what registering reads and calls.
+type registrarDeps struct {
+	cfg    *config.Broker
+	logger hclog.Logger
+	topics *meta.Topics
+	// place says whether the node has a role to register yet, its broker id and whether it
+	// forwards writes.
+	place place
+	// invoke sends one request to a name server (the name-server client's Invoke).
+	invoke func(ctx context.Context, addr string, req *remoting.Command) (*remoting.Command, error)
+	// addr is the advertised broker address (known once the port listens), perm the
+	// brokerPermission now, haAddr the HA server's advertised address.
+	addr   func() string
+	perm   func() int32
+	haAddr func() string
+	// onAnswer hands a name server's accepting answer to classic replication (a slave learns
+	// its master there); draining reports a graceful shutdown, which registers no more.
+	onAnswer func(*remoting.Command)
+	draining func() bool
+}
+
+// newRegistrar is a registrar that takes triggers; its deps are set before run.
+func newRegistrar() *registrar {
+	return &registrar{now: make(chan struct{}, 1)}
+}
+
+// trigger asks the registration loop to register with every name server after a
+// topic was created or changed: at once when the last registration is older than the
+// coalescing gap (gap), else at the gap's end, with every change made meanwhile.
+func (r *registrar) trigger() {
+	r.signal()
+}
+
+// triggerNow registers without waiting for the coalescing gap: a role change (DLedger
 // failover, classic master found) or a brokerPermission change must reach the name servers at
 // once, whatever topics are being created.
-func (b *Broker) triggerRegisterNow() {
-	b.registerUrgent.Store(true)
-	b.signalRegister()
+func (r *registrar) triggerNow() {
+	r.urgent.Store(true)
+	r.signal()
 }
 
-func (b *Broker) signalRegister() {
+// signal wakes the loop without blocking: one pending wake-up covers any number of triggers.
+func (r *registrar) signal() {
 	select {
-	case b.registerNow <- struct{}{}:
+	case r.now <- struct{}{}:
 	default:
 	}
 }
 
-func (b *Broker) registerLoop() {
-	defer b.wg.Done()
-	period := time.Duration(b.cfg.RegisterNameServerPeriod) * time.Millisecond
+// run is the registration loop; it returns when stop is closed.
+func (r *registrar) run(stop <-chan struct{}) {
+	period := time.Duration(r.cfg.RegisterNameServerPeriod) * time.Millisecond
 	period = max(10*time.Second, min(period, 60*time.Second))
 	// Until every name server has accepted a registration (say, the broker
 	// started before them), retry every retryDelay instead of waiting a whole
@@ -67,10 +113,10 @@ func (b *Broker) registerLoop() {
 	for {
 		triggered := false
 		select {
-		case <-b.stop:
+		case <-stop:
 			return
 		case <-t.C:
-		case <-b.registerNow:
+		case <-r.now:
 			triggered = true
 			if !t.Stop() {
 				select {
@@ -78,33 +124,24 @@ func (b *Broker) registerLoop() {
 				default:
 				}
 			}
-			// Coalesce a burst of topic changes into one registration (registerGap); an urgent
-			// trigger (triggerRegisterNow) ends the wait.
-			deadline := lastEnd.Add(b.registerGap(lastTook))
-			for !b.registerUrgent.Load() && time.Now().Before(deadline) {
-				wait := time.NewTimer(time.Until(deadline))
-				select {
-				case <-b.stop:
-					wait.Stop()
-					return
-				case <-wait.C:
-				case <-b.registerNow: // more changes, in this registration too
-				}
-				wait.Stop()
+			// Coalesce a burst of topic changes into one registration (gap); an urgent
+			// trigger (triggerNow) ends the wait.
+			if !r.waitGap(stop, lastEnd.Add(r.gap(lastTook))) {
+				return
 			}
 		}
-		b.registerUrgent.Store(false)
-		if b.sd.draining.Load() {
+		r.urgent.Store(false)
+		if r.draining() {
 			continue // shutting down: unregistered, and staying so (shutdown.go)
 		}
-		if !b.place.registers() {
+		if !r.place.registers() {
 			// Nothing is registered before the first role decision;
 			// watchRole triggers a registration as soon as there is one.
 			t.Reset(retryDelay)
 			continue
 		}
 		start := time.Now()
-		ok := b.registerAll()
+		ok := r.registerAll()
 		if triggered {
 			lastEnd = time.Now()
 			lastTook = lastEnd.Sub(start)
@@ -117,103 +154,123 @@ func (b *Broker) registerLoop() {
 	}
 }
 
-// registerGap is how long after the previous registration ended a triggered one waits: the
-// metadata flush interval, or registerGapFactor times the previous registration's duration if
-// longer.
-func (b *Broker) registerGap(lastTook time.Duration) time.Duration {
-	return max(time.Duration(b.cfg.MetadataFlushIntervalMs)*time.Millisecond, registerGapFactor*lastTook)
+// waitGap waits until deadline, taking in the triggers that arrive meanwhile, or until an
+// urgent trigger; false when stop closed first.
+func (r *registrar) waitGap(stop <-chan struct{}, deadline time.Time) bool {
+	for !r.urgent.Load() && time.Now().Before(deadline) {
+		wait := time.NewTimer(time.Until(deadline))
+		select {
+		case <-stop:
+			wait.Stop()
+			return false
+		case <-wait.C:
+		case <-r.now: // more changes, in this registration too
+		}
+		wait.Stop()
+	}
+	return true
 }
 
-// registrationBody is the topic table as the name server should see it: with
+// gap is how long after the previous registration ended a triggered one waits: the
+// metadata flush interval, or registerGapFactor times the previous registration's duration if
+// longer.
+func (r *registrar) gap(lastTook time.Duration) time.Duration {
+	return max(time.Duration(r.cfg.MetadataFlushIntervalMs)*time.Millisecond, registerGapFactor*lastTook)
+}
+
+// body is the topic table as the name server should see it: with
 // a broker whose permission lacks read or write, every topic carries the
 // broker's permission (how a broker is drained). compressed reports the compressed layout:
 // with compressedRegister, or when the JSON is larger than compressRegisterAbove.
-func (b *Broker) registrationBody() (body []byte, compressed bool) {
-	w := b.topics.Wrapper()
-	perm := b.rt.permission(b.cfg)
+func (r *registrar) body() (body []byte, compressed bool) {
+	w := r.topics.Wrapper()
+	perm := r.perm()
 	if !protocol.IsReadable(perm) || !protocol.IsWriteable(perm) {
 		for _, tc := range w.TopicConfigTable {
 			tc.Perm = perm
 		}
 	}
 	rb := protocol.RegisterBrokerBody{TopicConfigSerializeWrapper: w, FilterServerList: []string{}}
-	if !b.cfg.CompressedRegister && len(w.TopicConfigTable) < compressRegisterAbove/256 {
+	if !r.cfg.CompressedRegister && len(w.TopicConfigTable) < compressRegisterAbove/256 {
 		// A topic is about 150-250 bytes of JSON: a table this small is not worth measuring
 		// (a few KiB over the limit, with long attributes, cost nothing).
 		return protocol.MustEncode(rb), false
 	}
 	plain := protocol.MustEncode(rb)
-	if !b.cfg.CompressedRegister && len(plain) <= compressRegisterAbove {
+	if !r.cfg.CompressedRegister && len(plain) <= compressRegisterAbove {
 		return plain, false
 	}
 	z, err := protocol.EncodeCompressedRegisterBrokerBody(&rb)
 	if err != nil {
-		b.logger.Warn("cannot compress the registration; sending it plain", "error", err)
+		r.logger.Warn("cannot compress the registration; sending it plain", "error", err)
 		return plain, false
 	}
 	return z, true
 }
 
-func (b *Broker) identity() protocol.RegisterBrokerRequestHeader {
+// identity is the REGISTER_BROKER header naming this node and its role now.
+func (r *registrar) identity() protocol.RegisterBrokerRequestHeader {
 	return protocol.RegisterBrokerRequestHeader{
-		BrokerName:   b.cfg.BrokerName,
-		BrokerAddr:   b.brokerAddr,
-		ClusterName:  b.cfg.BrokerClusterName,
-		HaServerAddr: b.repl.AdvertisedAddr(),
-		BrokerID:     b.brokerID(),
+		BrokerName:   r.cfg.BrokerName,
+		BrokerAddr:   r.addr(),
+		ClusterName:  r.cfg.BrokerClusterName,
+		HaServerAddr: r.haAddr(),
+		BrokerID:     r.place.brokerID(),
 		// A DLedger node forwards writes to the leader whatever its role (forward.go), so the
 		// name servers may publish it as a stand-in master while the group has none.
-		ForwardsWrites: b.place.forwardsWrites(),
+		ForwardsWrites: r.place.forwardsWrites(),
 	}
 }
 
 // registerAll registers with every name server in parallel and reports
 // whether all of them accepted; failures are logged.
-func (b *Broker) registerAll() bool {
-	body, compressed := b.registrationBody()
-	h := b.identity()
+func (r *registrar) registerAll() bool {
+	body, compressed := r.body()
+	h := r.identity()
 	h.Compressed = compressed
 	ext := h.ToExt()
 	ext["bodyCrc32"] = strconv.FormatInt(int64(protocol.CRC32(body)), 10)
 	var wg sync.WaitGroup
 	var failed atomic.Bool
-	for _, addr := range b.cfg.NamesrvAddrs() {
+	for _, addr := range r.cfg.NamesrvAddrs() {
 		wg.Add(1)
 		go func(addr string) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), registerTimeout)
 			defer cancel()
-			resp, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, copyExt(ext), body))
+			resp, err := r.invoke(ctx, addr, remoting.NewRequest(remoting.RegisterBroker, copyExt(ext), body))
 			if err != nil {
 				failed.Store(true)
-				b.regLog.failed(b.logger, addr, "register with name server failed", "error", err)
+				r.log.failed(r.logger, addr, "register with name server failed", "error", err)
 				return
 			}
 			if resp.Code != remoting.Success {
 				failed.Store(true)
-				b.regLog.failed(b.logger, addr, "name server refused registration", "code", resp.Code, "remark", resp.Remark)
+				r.log.failed(r.logger, addr, "name server refused registration", "code", resp.Code, "remark", resp.Remark)
 				return
 			}
-			b.logger.Debug("registered with name server", "namesrv", addr)
-			b.regLog.ok(b.logger, addr)
-			b.repl.OnRegisterAnswer(resp) // a slave learns its master here
+			r.logger.Debug("registered with name server", "namesrv", addr)
+			r.log.ok(r.logger, addr)
+			r.onAnswer(resp) // a slave learns its master here
 		}(addr)
 	}
 	wg.Wait()
 	return !failed.Load()
 }
 
-func (b *Broker) unregisterAll() {
-	h := protocol.BrokerIdentityHeader{BrokerName: b.cfg.BrokerName, BrokerAddr: b.brokerAddr, ClusterName: b.cfg.BrokerClusterName, BrokerID: b.brokerID()}
+// unregisterAll takes this node off every name server (shutdown, a failed disk, removal from
+// its Raft group), in parallel; failures are logged.
+func (r *registrar) unregisterAll() {
+	h := protocol.BrokerIdentityHeader{BrokerName: r.cfg.BrokerName, BrokerAddr: r.addr(), ClusterName: r.cfg.BrokerClusterName, BrokerID: r.place.brokerID()}
 	var wg sync.WaitGroup
-	for _, addr := range b.cfg.NamesrvAddrs() {
+	for _, addr := range r.cfg.NamesrvAddrs() {
 		wg.Add(1)
 		go func(addr string) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
-			if _, err := b.nsClient.Invoke(ctx, addr, remoting.NewRequest(remoting.UnregisterBroker, h.ToExt(), nil)); err != nil {
-				b.logger.Warn("unregister from name server failed", "namesrv", addr, "error", err)
+			if _, err := r.invoke(ctx, addr, remoting.NewRequest(remoting.UnregisterBroker, h.ToExt(), nil)); err != nil {
+				r.logger.Warn("unregister from name server failed", "namesrv", addr, "error", err)
 			}
 		}(addr)
 	}

@@ -13,14 +13,16 @@ import (
 // every topic in it.
 func TestRegistrationBodyCompression(t *testing.T) {
 	b := metaBroker(t, t.TempDir())
+	b.reg = testRegistrar(t, b.cfg, nil)
+	b.reg.topics = b.topics
 	if _, err := b.topics.EnsureTopics([]*protocol.TopicConfig{protocol.NewTopicConfig("Small")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, compressed := b.registrationBody(); compressed {
+	if _, compressed := b.reg.body(); compressed {
 		t.Fatal("a one-topic table was compressed")
 	}
 	b.cfg.CompressedRegister = true
-	body, compressed := b.registrationBody()
+	body, compressed := b.reg.body()
 	if !compressed {
 		t.Fatal("compressedRegister=true sent plain")
 	}
@@ -35,7 +37,7 @@ func TestRegistrationBodyCompression(t *testing.T) {
 	if _, err := b.topics.EnsureTopics(tcs, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	body, compressed = b.registrationBody()
+	body, compressed = b.reg.body()
 	if !compressed {
 		t.Fatalf("a %d-topic table was sent plain", len(tcs))
 	}

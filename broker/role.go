@@ -73,7 +73,7 @@ func (b *Broker) watchRole(rp *raftPlace) {
 func (b *Broker) roleChanged(role int32) {
 	b.logger.Info("role changed", "role", b.roleName(), "brokerId", b.brokerID())
 	b.repl.RoleChanged(role == roleLeader) // the ready leader serves legacy HA slaves (broker/replication)
-	b.triggerRegisterNow()
+	b.reg.triggerNow()
 }
 
 // brokerID is the id this node registers under: the configured brokerId in classic mode; in

@@ -73,7 +73,7 @@ func (b *Broker) intercept(conn *remoting.Conn, req *remoting.Command) *remoting
 		}
 	}
 	if b.acl != nil {
-		return b.checkACL(conn, req)
+		return b.aclGate.check(conn, req)
 	}
 	return nil
 }

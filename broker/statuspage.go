@@ -143,41 +143,41 @@ func topicsAndGroups(topics []*protocol.TopicConfig, committed map[string]map[in
 // addStatusLists adds the topics, consumer groups and disk limit to a /status record. The
 // committed offsets are the table's, overlaid with the offsets still batched for Raft
 // (committedOffset) so the page shows what a consumer would be told.
-func (b *Broker) addStatusLists(status map[string]any) {
-	status["diskMaxUsedSpaceRatio"] = b.cfg.DiskMaxUsedSpaceRatio
-	status["security_warnings"] = append([]string{}, b.securityWarnings...) // peerlinks.go
-	st, release, err := b.acquireStore()
+func (s *statusPages) addStatusLists(status map[string]any) {
+	status["diskMaxUsedSpaceRatio"] = s.cfg.DiskMaxUsedSpaceRatio
+	status["security_warnings"] = append([]string{}, s.warnings...) // peerlinks.go
+	st, release, err := s.place.acquire()
 	if err != nil {
 		return // storeError already says why
 	}
 	defer release()
-	w := b.topics.Wrapper()
+	w := s.topics.Wrapper()
 	topics := make([]*protocol.TopicConfig, 0, len(w.TopicConfigTable))
 	for _, tc := range w.TopicConfigTable {
 		topics = append(topics, tc)
 	}
-	committed := b.offsets.Wrapper().OffsetTable
+	committed := s.offsets.Wrapper().OffsetTable
 	for k, qs := range committed {
 		if topic, group, ok := protocol.SplitOffsetKey(k); ok {
 			for q := range qs {
-				if off, ok := b.committedOffset(group, topic, q); ok {
+				if off, ok := s.committedOffset(group, topic, q); ok {
 					qs[q] = off
 				}
 			}
 		}
 	}
-	ts, gs, truncated := topicsAndGroups(topics, committed, st, b.statusSystemTopic, statusMaxTopics, statusMaxGroups)
+	ts, gs, truncated := topicsAndGroups(topics, committed, st, s.systemTopic, statusMaxTopics, statusMaxGroups)
 	status["topics"], status["consumerGroups"] = ts, gs
 	if truncated {
 		status["listsTruncated"] = true
 	}
 }
 
-// statusSystemTopic says which topics the page hides by default: RocketMQ's system topics, the
+// systemTopic says which topics the page hides by default: RocketMQ's system topics, the
 // retry and dead-letter topics, and the topics named after the cluster and the broker (which
 // brokers create for routing).
-func (b *Broker) statusSystemTopic(t string) bool {
-	return meta.IsSystemTopic(t) || t == b.cfg.BrokerClusterName || t == b.cfg.BrokerName ||
+func (s *statusPages) systemTopic(t string) bool {
+	return meta.IsSystemTopic(t) || t == s.cfg.BrokerClusterName || t == s.cfg.BrokerName ||
 		strings.HasPrefix(t, "%RETRY%") || strings.HasPrefix(t, "%DLQ%") || strings.HasSuffix(t, "_REPLY_TOPIC")
 }
 

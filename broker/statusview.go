@@ -22,15 +22,15 @@ const (
 
 // rateCounters reads the totals statusRates samples: the put and get counters kept for
 // GET_BROKER_RUNTIME_INFO (stats.go) and the committed offsets.
-func (b *Broker) rateCounters() rateCounters {
-	c := rateCounters{Put: b.stats.putTotal.Load(), Get: b.stats.getTotal.Load(),
+func (s *statusPages) rateCounters() rateCounters {
+	c := rateCounters{Put: s.stats.putTotal.Load(), Get: s.stats.getTotal.Load(),
 		Topics: map[string][2]int64{}, Groups: map[string]int64{}}
-	b.stats.topics.Range(func(k, v any) bool {
+	s.stats.topics.Range(func(k, v any) bool {
 		in, out := v.(*topicMetrics).totals()
 		c.Topics[k.(string)] = [2]int64{in, out}
 		return len(c.Topics) < rateMaxKeys
 	})
-	for k, qs := range b.offsets.Wrapper().OffsetTable {
+	for k, qs := range s.offsets.Wrapper().OffsetTable {
 		if len(c.Groups) == rateMaxKeys {
 			break
 		}
@@ -55,7 +55,7 @@ type StatusClient struct {
 
 // statusClients lists the connected producers and consumers, group by group, at most
 // statusMaxClients; the second result counts each consumer group's online clients.
-func (b *Broker) statusClients() ([]StatusClient, map[string]int) {
+func (s *statusPages) statusClients() ([]StatusClient, map[string]int) {
 	out, online := []StatusClient{}, map[string]int{}
 	add := func(kind, group string, conns []protocol.Connection) {
 		for _, c := range conns {
@@ -64,11 +64,11 @@ func (b *Broker) statusClients() ([]StatusClient, map[string]int) {
 			}
 		}
 	}
-	for _, g := range b.clients.ProducerGroups() {
-		add("producer", g, b.clients.ProducerConnections(g))
+	for _, g := range s.clients.ProducerGroups() {
+		add("producer", g, s.clients.ProducerConnections(g))
 	}
-	for _, g := range b.clients.ConsumerGroups() {
-		if info, ok := b.clients.ConsumerGroup(g); ok {
+	for _, g := range s.clients.ConsumerGroups() {
+		if info, ok := s.clients.ConsumerGroup(g); ok {
 			online[g] = len(info.Connections)
 			add("consumer", g, info.ConsumerConnection().ConnectionSet)
 		}
@@ -114,13 +114,13 @@ func storeTimeAt(st *storage.Store) func(topic string, q int32, off int64) int64
 
 // addLiveFigures adds the rates, uptime, clients and followers to a /status record whose
 // topics and consumerGroups addStatusLists filled.
-func (b *Broker) addLiveFigures(status map[string]any, rates *statusRates) {
+func (s *statusPages) addLiveFigures(status map[string]any, rates *statusRates) {
 	now := time.Now()
-	status["startedAt"] = b.stats.started.UnixMilli()
-	status["uptimeMs"] = now.Sub(b.stats.started).Milliseconds()
-	clients, online := b.statusClients()
+	status["startedAt"] = s.stats.started.UnixMilli()
+	status["uptimeMs"] = now.Sub(s.stats.started).Milliseconds()
+	clients, online := s.statusClients()
 	status["clients"] = clients
-	if rp, err := b.place.raft(); err == nil {
+	if rp, err := s.place.raft(); err == nil {
 		if fs := rp.node.Followers(); fs != nil {
 			status["followers"] = fs // the leader's view (dledger/followers.go)
 		}
@@ -137,7 +137,7 @@ func (b *Broker) addLiveFigures(status map[string]any, rates *statusRates) {
 		}
 	}
 	if gs, ok := status["consumerGroups"].([]StatusGroup); ok {
-		st, release, err := b.acquireStore()
+		st, release, err := s.place.acquire()
 		if err != nil {
 			return
 		}

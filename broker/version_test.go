@@ -12,7 +12,7 @@ import (
 // under "rocketraftVersion", next to RocketMQ's brokerVersionDesc.
 func TestVersionReported(t *testing.T) {
 	b := httpTestBroker(t, nil)
-	w := httpDo(b.httpHandler(), "GET", "/status", "127.0.0.1:40000", "")
+	w := httpDo(b.status.handler(), "GET", "/status", "127.0.0.1:40000", "")
 	var st struct {
 		Version version.Info `json:"version"`
 	}
