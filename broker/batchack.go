@@ -68,7 +68,7 @@ func (b *Broker) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 		}
 		acked += len(offs)
 		if after, _, _ := s.table.Offsets(k); after > before {
-			b.commitOffset(k.Group, k.Topic, k.QueueID, after)
+			b.tables.commitOffset(k.Group, k.Topic, k.QueueID, after)
 		}
 	}
 	resp := req.NewResponse(remoting.Success, "")

@@ -86,17 +86,18 @@ type Broker struct {
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
-	// metaMu serialises the changes of one topic or group (check, change; namelocks.go).
-	metaMu nameLocks
-	// commitOrder keeps each client's offset commits of a queue in arrival order (commitorder.go).
-	commitOrder commitOrder
+	// tables is the one path that changes the metadata tables (metachange.go); the fields
+	// above and delayOffsets below are the same tables, for readers.
+	tables *tables
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
 	sched        *schedule.Scheduler // delivers them (schedule.go wires it)
-	// lockMu serialises queue-lock decisions with their changes (locks.go).
-	lockMu sync.Mutex
+	// locks serves orderly consumption's queue locks (locks.go).
+	locks *queueLocks
+	// offsetH serves the consumer-offset requests (offsets.go, resetoffset.go).
+	offsetH *offsetHandlers
 	// repl is classic master/slave replication (package broker/replication, wired in ha.go):
 	// the HA server of a master (or of a DLedger leader serving legacy slaves), the HA client
 	// and metadata copy of a slave.
@@ -188,6 +189,11 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return gc == nil || gc.NotifyConsumerIdsChangedEnable
 		},
 	})
+	// Before the place opens: the classic place applies through it, the Raft state machine
+	// drives it (replay included); it gets the place once that is open.
+	b.tables = &tables{cfg: cfg, logger: logger, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		delays: b.delayOffsets, clients: b.clients, popTable: b.pop.table, applyPop: b.pop.apply,
+		topicsChanged: b.triggerRegister}
 	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
 		return nil, err
 	}
@@ -199,6 +205,12 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.commitLog = b.place
+	b.tables.place = b.place
+	b.locks = &queueLocks{clients: b.clients, place: b.place, refuseBadNames: b.refuseBadNames,
+		forwardOrRefuse: b.forwardOrRefuse, ownQueues: b.ownQueues}
+	b.offsetH = &offsetHandlers{cfg: cfg, logger: logger, tables: b.tables, place: b.place, topics: b.topics,
+		groups: b.groups, clients: b.clients, refuseBadNames: b.refuseBadNames, forwardOrRefuse: b.forwardOrRefuse,
+		forwardRead: b.forwardRead, isClassicSlave: b.isClassicSlave}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
 	b.place.onRoleChange(b.roleChanged)

@@ -44,7 +44,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 			}
 			created++
 		}
-		gc, err := b.groupOrCreate(cd.GroupName)
+		gc, err := b.tables.groupOrCreate(cd.GroupName)
 		if err != nil {
 			if b.place.forwardsWrites() {
 				// Leadership may have moved under the proposal: the client must still be
@@ -59,7 +59,7 @@ func (b *Broker) handleHeartbeat(conn *remoting.Conn, req *remoting.Command) *re
 		}
 		if cd.MessageModel != protocol.Broadcasting && gc.RetryQueueNums > 0 {
 			retry := message.RetryTopicPrefix + cd.GroupName
-			_, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
+			_, created, err := b.tables.ensureTopic(&protocol.TopicConfig{TopicName: retry, ReadQueueNums: gc.RetryQueueNums,
 				WriteQueueNums: gc.RetryQueueNums, Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 			if err != nil && b.place.forwardsWrites() { // as above: the leader creates it
 				b.logger.Warn("retry topic not created", "topic", retry, "error", err)

@@ -26,7 +26,7 @@ func (b *Broker) handleUpdateGroup(conn *remoting.Conn, req *remoting.Command) *
 	if err := message.ValidateGroup(gc.GroupName); err != nil {
 		return req.NewResponse(remoting.InvalidParameter, err.Error())
 	}
-	return b.answerChange(req, "store subscription group", "group", gc.GroupName, &fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
+	return b.tables.answerChange(req, "store subscription group", "group", gc.GroupName, &fsm.MetaOp{Op: fsm.OpPutGroup, Group: &gc})
 }
 
 // handleDeleteGroup serves DELETE_SUBSCRIPTIONGROUP. DLedger mode: forwarded by a follower; the
@@ -42,7 +42,7 @@ func (b *Broker) handleDeleteGroup(conn *remoting.Conn, req *remoting.Command) *
 		return req.NewResponse(remoting.SystemError, "the custom field <groupName> is null")
 	}
 	op := &fsm.MetaOp{Op: fsm.OpDeleteGroup, Name: group, KeepOffsets: !req.ExtBool("cleanOffset")}
-	return b.answerChange(req, "delete subscription group", "group", group, op)
+	return b.tables.answerChange(req, "delete subscription group", "group", group, op)
 }
 
 // handleGetAllGroupConfig serves GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole group table.
@@ -85,7 +85,7 @@ func (b *Broker) handleConsumeStats(_ *remoting.Conn, req *remoting.Command) *re
 			continue
 		}
 		for q := int32(0); q < tc.ReadQueueNums; q++ {
-			consumer, ok := b.committedOffset(group, t, q)
+			consumer, ok := b.tables.committedOffset(group, t, q)
 			if !ok {
 				consumer = -1
 			}

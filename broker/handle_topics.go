@@ -47,12 +47,12 @@ func (b *Broker) handleUpdateTopic(conn *remoting.Conn, req *remoting.Command) *
 	}
 	tc.TopicSysFlag = int32(req.ExtInt64Or("topicSysFlag", 0))
 	tc.Order = req.ExtBool("order")
-	unlock := b.metaMu.lock("topic", topic)
+	unlock := b.tables.lockName("topic", topic)
 	if resp := b.topicAttributes(req, tc); resp != nil {
 		unlock()
 		return resp
 	}
-	err = b.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
+	err = b.tables.changeMeta(&fsm.MetaOp{Op: fsm.OpPutTopic, Topic: tc})
 	unlock()
 	if err != nil {
 		return metaErrorResponse(req, "store topic config", err)
@@ -76,7 +76,7 @@ func (b *Broker) handleDeleteTopic(conn *remoting.Conn, req *remoting.Command) *
 	if meta.IsSystemTopic(topic) {
 		return req.NewResponse(remoting.InvalidParameter, "system topic "+topic+" cannot be deleted")
 	}
-	resp := b.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
+	resp := b.tables.answerChange(req, "delete topic", "topic", topic, &fsm.MetaOp{Op: fsm.OpDeleteTopic, Name: topic})
 	if resp.Code == remoting.Success {
 		b.logger.Info("topic deleted", "topic", topic)
 		b.triggerRegister()

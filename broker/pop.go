@@ -185,7 +185,7 @@ func (b *Broker) popQueues(req *remoting.Command, p *popRequest) ([]int32, *remo
 	if !protocol.IsReadable(int32(b.cfg.BrokerPermission)) {
 		return nil, req.NewResponse(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pop message is forbidden")
 	}
-	gc, err := b.groupOrCreate(p.group)
+	gc, err := b.tables.groupOrCreate(p.group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return nil, req.NewResponse(code, "subscription group "+p.group+": "+remark)
@@ -334,7 +334,7 @@ func (b *Broker) popQueue(p *popRequest, qid int32, popTime int64, limit int) (p
 // popInitialOffset is where a group starts a queue it never popped: its committed consumer
 // offset if any, else the queue's min (initMode 0) or max (1) offset.
 func (b *Broker) popInitialOffset(st *storage.Store, p *popRequest, qid int32) int64 {
-	if off, ok := b.committedOffset(p.group, p.topic, qid); ok && off >= 0 {
+	if off, ok := b.tables.committedOffset(p.group, p.topic, qid); ok && off >= 0 {
 		return off
 	}
 	if p.initMode == 1 {
@@ -450,7 +450,7 @@ func (b *Broker) handleAckMessage(conn *remoting.Conn, req *remoting.Command) *r
 		return metaErrorResponse(req, "ack", err)
 	}
 	if after, _, _ := s.table.Offsets(k); after > before {
-		b.commitOffset(k.Group, k.Topic, k.QueueID, after)
+		b.tables.commitOffset(k.Group, k.Topic, k.QueueID, after)
 	}
 	return req.NewResponse(remoting.Success, "")
 }

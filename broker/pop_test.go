@@ -21,7 +21,7 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 	}
 	for _, op := range ops {
 		for _, b := range []*Broker{src, replica} {
-			if err := (metaApplier{b}).ApplyMeta(op); err != nil {
+			if err := b.tables.ApplyMeta(op); err != nil {
 				t.Fatalf("%s: %v", op.Op, err)
 			}
 		}
@@ -36,27 +36,27 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 	if !reflect.DeepEqual(src.pop.table.Records(), replica.pop.table.Records()) {
 		t.Fatal("replicas differ")
 	}
-	files, err := (metaApplier{src}).SnapshotMeta()
+	files, err := src.tables.SnapshotMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := metaBroker(t, t.TempDir())
 	dst.pop.table.Pop(pop.Key{Group: "stale", Topic: "X"}, 0, 1, []int64{0}, 1, 1) // replaced, not merged
-	if err := (metaApplier{dst}).RestoreMeta(files); err != nil {
+	if err := dst.tables.RestoreMeta(files); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(src.pop.table.Records(), dst.pop.table.Records()) {
 		t.Fatalf("restored %+v, want %+v", dst.pop.table.Records(), src.pop.table.Records())
 	}
 	for _, op := range []*fsm.MetaOp{{Op: fsm.OpDeleteTopic, Now: 2000, Name: "T"}, {Op: fsm.OpDeleteGroup, Now: 2001, Name: "G2"}} {
-		if err := (metaApplier{dst}).ApplyMeta(op); err != nil {
+		if err := dst.tables.ApplyMeta(op); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if r := dst.pop.table.Records(); len(r) != 0 {
 		t.Fatalf("after deleting the topic and the group: %+v", r)
 	}
-	if err := (metaApplier{dst}).ApplyMeta(&fsm.MetaOp{Op: fsm.OpPopAck, Now: 1}); err == nil {
+	if err := dst.tables.ApplyMeta(&fsm.MetaOp{Op: fsm.OpPopAck, Now: 1}); err == nil {
 		t.Fatal("POP op without its fields applied")
 	}
 }

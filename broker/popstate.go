@@ -3,7 +3,7 @@ package broker
 // POP state (broker/pop.Table) and how it changes: every change is an fsm.MetaOp (OpPopMessages,
 // OpPopAck, OpPopChange); orderly POP (pop.go) uses the same ops. DLedger mode: the leader proposes it through Raft and answers once it
 // is applied, so a POP, ACK or CHANGE the client saw survives a failover; every replica applies
-// it through metaApplier and the table is a file of the metadata snapshot. Classic mode: the op
+// it through tables and the table is a file of the metadata snapshot. Classic mode: the op
 // is applied directly and the table is saved to config/popState.json with the consumer offsets.
 
 import (
@@ -53,8 +53,8 @@ func newPopService(b *Broker, configDir string, classic bool) (*popService, erro
 }
 
 // commit makes op happen through the place: through Raft in DLedger mode, directly in classic
-// mode (both end in apply, through Broker.applyChange).
-func (s *popService) commit(op *fsm.MetaOp) error { return s.b.changeMeta(op) }
+// mode (both end in apply, through tables.applyChange).
+func (s *popService) commit(op *fsm.MetaOp) error { return s.b.tables.changeMeta(op) }
 
 // apply changes the table; every replica calls it with the same ops in the same order.
 func (s *popService) apply(op *fsm.MetaOp) error {

@@ -41,7 +41,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if !protocol.IsReadable(b.brokerPermission()) {
 		return fail(remoting.NoPermission, "the broker["+b.cfg.BrokerName+"] pulling message is forbidden")
 	}
-	gc, err := b.groupOrCreate(p.ConsumerGroup)
+	gc, err := b.tables.groupOrCreate(p.ConsumerGroup)
 	if err != nil {
 		code, remark := errorCode(err)
 		return fail(code, "subscription group "+p.ConsumerGroup+": "+remark)
@@ -93,7 +93,7 @@ func (b *Broker) pull(conn *remoting.Conn, req *remoting.Command, allowSuspend b
 	if p.SysFlag&protocol.PullCommitOffset != 0 && allowSuspend && !b.isClassicSlave() {
 		// DLedger: queued for Raft on the leader, ignored on a follower and on a classic slave
 		// (as a Java slave does). Never a step back (see commitPullOffset).
-		b.commitPullOffset(originOf(conn, req), p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
+		b.tables.commitPullOffset(originOf(conn, req), p.ConsumerGroup, p.Topic, p.QueueID, p.CommitOffset)
 	}
 
 	maxNums := int(p.MaxMsgNums)

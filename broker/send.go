@@ -209,10 +209,10 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 	var created bool
 	var err error
 	if strings.HasPrefix(h.Topic, message.RetryTopicPrefix) || strings.HasPrefix(h.Topic, message.DLQTopicPrefix) {
-		tc, created, err = b.ensureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
+		tc, created, err = b.tables.ensureTopic(&protocol.TopicConfig{TopicName: h.Topic, ReadQueueNums: 1, WriteQueueNums: 1,
 			Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 	} else {
-		tc, created, err = b.createTopicFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
+		tc, created, err = b.tables.createTopicFromDefault(h.Topic, h.DefaultTopic, h.DefaultTopicQueueNums, 0)
 	}
 	if err != nil {
 		code, remark := errorCode(err)
@@ -233,7 +233,7 @@ func (b *Broker) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 // (RocketMQ 4.x's rule: reconsumeTimes >= max), which p's target then names.
 func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendPlan) (int32, string) {
 	group := strings.TrimPrefix(h.Topic, message.RetryTopicPrefix)
-	gc, err := b.groupOrCreate(group)
+	gc, err := b.tables.groupOrCreate(group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return code, fmt.Sprintf("subscription group %s: %s", group, remark)
@@ -249,7 +249,7 @@ func (b *Broker) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendP
 		return remoting.Success, ""
 	}
 	dlq := message.DLQTopicPrefix + group
-	if _, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
+	if _, created, err := b.tables.ensureTopic(&protocol.TopicConfig{TopicName: dlq, ReadQueueNums: 1, WriteQueueNums: 1,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag}); err != nil {
 		code, remark := errorCode(err)
 		return code, fmt.Sprintf("create DLQ topic %s: %s", dlq, remark)

@@ -87,7 +87,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if bad := b.refuseBadNames(req, consumerGroupName("group", h.Group)); bad != nil {
 		return bad
 	}
-	gc, err := b.groupOrCreate(h.Group)
+	gc, err := b.tables.groupOrCreate(h.Group)
 	if err != nil {
 		code, remark := errorCode(err)
 		return fail(code, "subscription group %s: %s", h.Group, remark)
@@ -115,7 +115,7 @@ func (b *Broker) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 	if toDLQ {
 		topic, queues = message.DLQTopicPrefix+h.Group, 1
 	}
-	tc, created, err := b.ensureTopic(&protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
+	tc, created, err := b.tables.ensureTopic(&protocol.TopicConfig{TopicName: topic, ReadQueueNums: queues, WriteQueueNums: queues,
 		Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 	if err != nil {
 		code, remark := errorCode(err)

@@ -160,7 +160,7 @@ func (b *Broker) addStatusLists(status map[string]any) {
 	for k, qs := range committed {
 		if topic, group, ok := protocol.SplitOffsetKey(k); ok {
 			for q := range qs {
-				if off, ok := b.committedOffset(group, topic, q); ok {
+				if off, ok := b.tables.committedOffset(group, topic, q); ok {
 					qs[q] = off
 				}
 			}
