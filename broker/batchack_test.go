@@ -18,7 +18,7 @@ func TestPopAckSeveralOffsets(t *testing.T) {
 		{Op: fsm.OpPopAck, Now: 1002, Pop: &fsm.PopOp{Group: "G", Topic: "T", Offsets: []int64{1}, PopTime: 1000}},
 	}
 	for _, op := range ops {
-		if err := (metaApplier{b}).ApplyMeta(op); err != nil {
+		if err := b.tables.ApplyMeta(op); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -88,17 +88,18 @@ type Broker struct {
 	// inMemoryBytes is accessMessageInMemoryMaxRatio percent of physical RAM: how far behind the
 	// commitlog end a pull may read before it is suggested a slave (suggestBroker).
 	inMemoryBytes int64
-	// metaMu serialises the changes of one topic or group (check, change; namelocks.go).
-	metaMu nameLocks
-	// commitOrder keeps each client's offset commits of a queue in arrival order (commitorder.go).
-	commitOrder commitOrder
+	// tables is the one path that changes the metadata tables (metachange.go); the fields
+	// above and delayOffsets below are the same tables, for readers.
+	tables *tables
 	// Delay levels (schedule.go): messageDelayLevel parsed, and the scheduler's progress per
 	// level (replicated in DLedger mode).
 	delayLevels  []time.Duration
 	delayOffsets *meta.DelayOffsets
 	sched        *schedule.Scheduler // delivers them (schedule.go wires it)
-	// lockMu serialises queue-lock decisions with their changes (locks.go).
-	lockMu sync.Mutex
+	// locks serves orderly consumption's queue locks (locks.go).
+	locks *queueLocks
+	// offsetH serves the consumer-offset requests (offsets.go, resetoffset.go).
+	offsetH *offsetHandlers
 	// repl is classic master/slave replication (package broker/replication, wired in ha.go):
 	// the HA server of a master (or of a DLedger leader serving legacy slaves), the HA client
 	// and metadata copy of a slave.
@@ -185,9 +186,10 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	if err := b.openSchedule(configDir); err != nil {
 		return nil, err
 	}
+	// POP's table is one of the metadata tables: the service exists before the tables, which it
+	// then changes through (below).
 	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
-		commit: b.changeMeta, groupOrCreate: b.groupOrCreate,
-		committedOffset: b.committedOffset, commitOffset: b.commitOffset, stop: b.stop}, configDir, spec.ownsTables); err != nil {
+		stop: b.stop}, configDir, spec.ownsTables); err != nil {
 		return nil, err
 	}
 	b.topics.SetAutoCreateTopicEnable(cfg.AutoCreateTopicEnable)
@@ -203,6 +205,13 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 			return gc == nil || gc.NotifyConsumerIdsChangedEnable
 		},
 	})
+	// Before the place opens: the classic place applies through it, the Raft state machine
+	// drives it (replay included); it gets the place once that is open.
+	b.tables = &tables{cfg: cfg, logger: logger, topics: b.topics, groups: b.groups, offsets: b.offsets,
+		delays: b.delayOffsets, clients: b.clients, popTable: b.pop.table, applyPop: b.pop.apply,
+		topicsChanged: b.reg.trigger}
+	b.pop.commit, b.pop.groupOrCreate = b.tables.changeMeta, b.tables.groupOrCreate
+	b.pop.committedOffset, b.pop.commitOffset = b.tables.committedOffset, b.tables.commitOffset
 	if b.serverTLS, b.clientTLS, err = remotingTLS(cfg); err != nil {
 		return nil, err
 	}
@@ -214,6 +223,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		return nil, err
 	}
 	b.commitLog = b.place
+	b.tables.place = b.place
 	// brokerPermission and slaveReadEnable as UPDATE_BROKER_CONFIG leaves them (brokerconfig.go).
 	rt := &b.rt
 	permission := func() int32 { return rt.permission(cfg) }
@@ -222,7 +232,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		clients: b.clients, longPoll: b.longPoll, stats: b.stats, inMemoryBytes: b.inMemoryBytes,
 		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: permission,
 		slaveReadEnable: slaveRead, refuseBadNames: b.refuseBadNames,
-		groupOrCreate: b.groupOrCreate, commitPullOffset: b.commitPullOffset}
+		groupOrCreate: b.tables.groupOrCreate, commitPullOffset: b.tables.commitPullOffset}
 	b.queryH = &queryHandlers{acquire: b.acquireStore}
 	b.wireScheduler()
 	b.txn = b.newTxnService()
@@ -232,6 +242,11 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.aclGate.outgoingHook(), TLS: b.clientTLS})
 	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
 	b.pop.forwardOrRefuse = b.fwd.forwardOrRefuse // POP is built before the place, the forwarder after
+	b.locks = &queueLocks{clients: b.clients, place: b.place, refuseBadNames: b.refuseBadNames,
+		forwardOrRefuse: b.fwd.forwardOrRefuse, brokerName: cfg.BrokerName}
+	b.offsetH = &offsetHandlers{cfg: cfg, logger: logger, tables: b.tables, place: b.place, topics: b.topics,
+		groups: b.groups, clients: b.clients, refuseBadNames: b.refuseBadNames, forwardOrRefuse: b.fwd.forwardOrRefuse,
+		forwardRead: b.fwd.forwardRead, isClassicSlave: b.isClassicSlave}
 	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
 		ns: b.nsClient, peers: b.fwdClient, forward: b.fwd.forwardWrite, leaderAddr: b.fwd.leaderBrokerAddr,
 		unregister: b.reg.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
@@ -242,33 +257,33 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	// status gets storeStats once runtimeH, which reads status's HTTP address and rates, exists.
 	b.status = &statusPages{cfg: cfg, logger: logger, place: b.place, topics: b.topics, offsets: b.offsets, clients: b.clients,
 		stats: b.stats, metrics: b.metrics.registry.Handler(), addr: b.Addr, raftStatus: b.raftAdmin.raftStatus,
-		committedOffset: b.committedOffset}
+		committedOffset: b.tables.committedOffset}
 	b.disk.SetLeave(b.leaveOnDiskFailure)
 	b.sender = &sender{
 		cfg: cfg, logger: logger, place: b.place, commitLog: b.commitLog, topics: b.topics, stats: b.stats,
 		delayLevels: b.delayLevels, fwd: b.fwd, txn: b.txn, pop: b.pop,
 		storeHost:              func() netip.AddrPort { return b.storeHost },
-		ensureTopic:            b.ensureTopic,
-		createTopicFromDefault: b.createTopicFromDefault,
-		groupOrCreate:          b.groupOrCreate,
+		ensureTopic:            b.tables.ensureTopic,
+		createTopicFromDefault: b.tables.createTopicFromDefault,
+		groupOrCreate:          b.tables.groupOrCreate,
 		brokerPermission:       permission,
 		triggerRegister:        b.reg.trigger,
 		refuseBadNames:         b.refuseBadNames,
 		applyDelay:             b.applyDelay,
 		waitReplicas:           b.waitReplicas,
-		commitOffset:           b.commitOffset,
+		commitOffset:           b.tables.commitOffset,
 	}
 	// The admin request handlers; their func values are Broker methods other parts own (the
 	// metadata change path, forwarding, registration, role).
 	enc := encoders{json: b.jsonResponse, fastjson: b.fastjsonResponse}
-	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.metaMu, logger: b.logger,
-		acquire: b.acquireStore, forward: b.fwd.forwardOrRefuse, changeMeta: b.changeMeta, answerChange: b.answerChange,
+	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.tables.names, logger: b.logger,
+		acquire: b.acquireStore, forward: b.fwd.forwardOrRefuse, changeMeta: b.tables.changeMeta, answerChange: b.tables.answerChange,
 		triggerRegister: b.reg.trigger}
 	b.groupH = &groupHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
-		clients: b.clients, acquire: b.acquireStore, committedOffset: b.committedOffset, forward: b.fwd.forwardOrRefuse,
-		answerChange: b.answerChange}
+		clients: b.clients, acquire: b.acquireStore, committedOffset: b.tables.committedOffset, forward: b.fwd.forwardOrRefuse,
+		answerChange: b.tables.answerChange}
 	b.clientH = &clientHandlers{encoders: enc, cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
-		logger: b.logger, groupOrCreate: b.groupOrCreate, ensureTopic: b.ensureTopic, triggerRegister: b.reg.trigger,
+		logger: b.logger, groupOrCreate: b.tables.groupOrCreate, ensureTopic: b.tables.ensureTopic, triggerRegister: b.reg.trigger,
 		refuseBadName: b.refuseBadName}
 	b.configH = &configHandlers{cfg: b.cfg, rt: &b.rt, logger: b.logger, brokerID: b.brokerID,
 		triggerRegisterNow: b.reg.triggerNow}

@@ -54,13 +54,13 @@ func TestOlderPersistServedAfterPullKeepsTheQueueForward(t *testing.T) {
 	b := httpTestBroker(t, nil)
 	pull := commitOrigin{conn: 3, arrival: 11}
 	persist := commitOrigin{conn: 3, arrival: 10}
-	b.commitPullOffset(pull, "G", "T", 0, 44358)
-	b.commitOffsetFrom(persist, "G", "T", 0, 44357)
+	b.tables.commitPullOffset(pull, "G", "T", 0, 44358)
+	b.tables.commitOffsetFrom(persist, "G", "T", 0, 44357)
 	if off, ok := b.offsets.Query("G", "T", 0); !ok || off != 44358 {
 		t.Fatalf("offset %d (found %v) after an older persist served late, want 44358", off, ok)
 	}
 	// The client's next persist, built after the pull, lands as usual (even moving back).
-	b.commitOffsetFrom(commitOrigin{conn: 3, arrival: 12}, "G", "T", 0, 44300)
+	b.tables.commitOffsetFrom(commitOrigin{conn: 3, arrival: 12}, "G", "T", 0, 44300)
 	if off, _ := b.offsets.Query("G", "T", 0); off != 44300 {
 		t.Fatalf("offset %d after a later persist, want 44300", off)
 	}

@@ -18,11 +18,11 @@
 //
 // The request table, with the file that handles each code, is handlers.go.
 //
-// Lock order: Broker.metaMu (one of its name locks, held while a topic or group proposal
+// Lock order: tables.names (one of its name locks, held while a topic or group proposal
 // commits; never two at once) ->
 // the fsm's lock (Apply) -> the meta tables' locks; nothing called under the
-// fsm's lock takes metaMu. Broker.lockMu (held while a queue-lock proposal
-// commits) -> the fsm's lock -> clients.Manager.lockMu; metaMu and lockMu are
+// fsm's lock takes tables.names. queueLocks.mu (held while a queue-lock proposal
+// commits) -> the fsm's lock -> clients.Manager.lockMu; tables.names and queueLocks.mu are
 // never held together.
 //
 // Lock order: longpoll.Holder.mu is never held while calling into the store or
@@ -30,7 +30,7 @@
 // longpoll.Holder.mu.
 //
 // Lock order (transactions, package broker/txn): a transaction's claim (held
-// across the append that resolves or re-puts it, and the metaMu of creating
+// across the append that resolves or re-puts it, and the name lock of creating
 // TRANS_CHECK_MAX_TIME_TOPIC) -> txn.Service.mu (never held across an append or
 // a network write) -> the store (acquireStore, reads only).
 package broker

@@ -49,20 +49,20 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.AckMessage:                 c(b.pop.handleAckMessage),
 		remoting.ChangeMessageInvisibleTime: c(b.pop.handleChangeInvisibleTime),
 		remoting.BatchAckMessage:            c(b.sender.handleBatchAck),
-		remoting.LockBatchMQ:                c(b.handleLockBatch),
-		remoting.UnlockBatchMQ:              c(b.handleUnlockBatch),
+		remoting.LockBatchMQ:                c(b.locks.handleLockBatch),
+		remoting.UnlockBatchMQ:              c(b.locks.handleUnlockBatch),
 
 		// Consumer offsets (offsets.go, resetoffset.go). In order: a client reads back the
 		// offset it has just committed (the Go client does when it applies a reset), and a
 		// oneway update must not be overtaken by that query.
-		remoting.QueryConsumerOffset:       {handle: b.handleQueryConsumerOffset, how: inOrder},
-		remoting.UpdateConsumerOffset:      {handle: b.handleUpdateConsumerOffset, how: inOrder},
-		remoting.GetMaxOffset:              c(b.queueOffsetHandler(lookupMaxOffset)),
-		remoting.GetMinOffset:              c(b.queueOffsetHandler(lookupMinOffset)),
-		remoting.GetEarliestMsgStoreTime:   c(b.queueOffsetHandler(lookupEarliestStoreTime)),
-		remoting.SearchOffsetByTimestamp:   c(b.queueOffsetHandler(lookupOffsetByTimestamp)),
+		remoting.QueryConsumerOffset:       {handle: b.offsetH.handleQueryConsumerOffset, how: inOrder},
+		remoting.UpdateConsumerOffset:      {handle: b.offsetH.handleUpdateConsumerOffset, how: inOrder},
+		remoting.GetMaxOffset:              c(b.offsetH.queueOffsetHandler(lookupMaxOffset)),
+		remoting.GetMinOffset:              c(b.offsetH.queueOffsetHandler(lookupMinOffset)),
+		remoting.GetEarliestMsgStoreTime:   c(b.offsetH.queueOffsetHandler(lookupEarliestStoreTime)),
+		remoting.SearchOffsetByTimestamp:   c(b.offsetH.queueOffsetHandler(lookupOffsetByTimestamp)),
 		remoting.GetAllConsumerOffset:      c(b.groupH.handleGetAllConsumerOffset), // handle_groups.go
-		remoting.InvokeBrokerToResetOffset: c(b.handleResetOffset),
+		remoting.InvokeBrokerToResetOffset: c(b.offsetH.handleResetOffset),
 
 		// Clients (clienthandlers.go, handle_connections.go).
 		remoting.HeartBeat:                 c(b.clientH.handleHeartbeat),

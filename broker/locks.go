@@ -12,7 +12,7 @@ package broker
 // for up to 30 s. So grants and releases are Raft entries (fsm.OpLockQueues/OpUnlockQueues):
 //
 //   - Followers forward LOCK and UNLOCK to the leader (clients send them to brokerId 0, which a
-//     stale route may name wrongly). Only the ready leader decides, under lockMu: it picks the
+//     stale route may name wrongly). Only the ready leader decides, under queueLocks.mu: it picks the
 //     grantable queues (Lockable), proposes the grant stamped with its clock, and answers with
 //     that set only once the entry is committed and applied. A client therefore only believes in
 //     grants every future leader has applied before it serves (the leader is ready only after
@@ -33,8 +33,10 @@ package broker
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
+	"rocketraft/broker/clients"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -44,7 +46,26 @@ import (
 // a late answer as "not locked", so waiting longer only delays the next request.
 const lockProposeTimeout = 3 * time.Second
 
-func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+// queueLocks serves LOCK_BATCH_MQ and UNLOCK_BATCH_MQ: it decides which queues a client may hold
+// (see the file comment) and makes each grant or release happen through the place. Its
+// dependencies are wired in New: the lock table (clients), the place, and the request checks
+// other files own as func values.
+type queueLocks struct {
+	clients *clients.Manager
+	place   place
+	// refuseBadNames answers an invalid group or topic name (Broker.refuseBadNames, names.go).
+	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
+	// forwardOrRefuse hands a follower's request to the leader (Broker.forwardOrRefuse).
+	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// brokerName picks this broker's queues out of a request's (ownQueues, clienthandlers.go).
+	brokerName string
+
+	// mu serialises lock decisions with their changes.
+	mu sync.Mutex
+}
+
+// handleLockBatch serves LOCK_BATCH_MQ: the answer lists the queues the client now holds.
+func (l *queueLocks) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body protocol.LockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "bad lock body: "+err.Error())
@@ -52,13 +73,13 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	if body.ConsumerGroup == "" || body.ClientID == "" {
 		return req.NewResponse(remoting.SystemError, "bad lock body: consumerGroup and clientId are required")
 	}
-	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
+	if bad := l.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
 		return bad
 	}
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := l.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
-	locked, err := b.lockQueues(body.ConsumerGroup, body.ClientID, ownQueues(b.cfg.BrokerName, body.MqSet))
+	locked, err := l.lockQueues(body.ConsumerGroup, body.ClientID, ownQueues(l.brokerName, body.MqSet))
 	if err != nil {
 		return metaErrorResponse(req, "lock queues", err)
 	}
@@ -67,7 +88,9 @@ func (b *Broker) handleLockBatch(conn *remoting.Conn, req *remoting.Command) *re
 	return resp
 }
 
-func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleUnlockBatch serves UNLOCK_BATCH_MQ: the queues the client holds are released (one
+// change), the others are left alone.
+func (l *queueLocks) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	var body protocol.UnlockBatchRequestBody
 	if err := protocol.Decode(req.Body, &body); err != nil {
 		return req.NewResponse(remoting.SystemError, "bad unlock body: "+err.Error())
@@ -75,22 +98,22 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 	if body.ConsumerGroup == "" || body.ClientID == "" {
 		return req.NewResponse(remoting.SystemError, "bad unlock body: consumerGroup and clientId are required")
 	}
-	if bad := b.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
+	if bad := l.refuseLockNames(req, body.ConsumerGroup, body.MqSet); bad != nil {
 		return bad
 	}
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := l.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
-	mqs := ownQueues(b.cfg.BrokerName, body.MqSet)
-	b.lockMu.Lock()
-	defer b.lockMu.Unlock()
-	if mqs = b.clients.HeldBy(body.ConsumerGroup, body.ClientID, mqs); len(mqs) == 0 {
+	mqs := ownQueues(l.brokerName, body.MqSet)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if mqs = l.clients.HeldBy(body.ConsumerGroup, body.ClientID, mqs); len(mqs) == 0 {
 		return req.NewResponse(remoting.Success, "") // nothing to release: no entry needed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
 	defer cancel()
 	op := &fsm.MetaOp{Op: fsm.OpUnlockQueues, Lock: &fsm.QueueLock{Group: body.ConsumerGroup, ClientID: body.ClientID, Queues: mqs}}
-	if err := b.place.change(ctx, op); err != nil {
+	if err := l.place.change(ctx, op); err != nil {
 		return metaErrorResponse(req, "unlock queues", err)
 	}
 	return req.NewResponse(remoting.Success, "")
@@ -99,31 +122,31 @@ func (b *Broker) handleUnlockBatch(conn *remoting.Conn, req *remoting.Command) *
 // lockQueues decides a LOCK_BATCH_MQ and makes the grant happen through the place (see the file
 // comment) and returns the queues the client now holds. A classic node's leaderSince is the
 // zero time, so it always takes over expired locks, as RocketMQ's broker-local table does.
-func (b *Broker) lockQueues(group, clientID string, mqs []protocol.MessageQueue) ([]protocol.MessageQueue, error) {
-	b.lockMu.Lock()
-	defer b.lockMu.Unlock()
+func (l *queueLocks) lockQueues(group, clientID string, mqs []protocol.MessageQueue) ([]protocol.MessageQueue, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := time.Now()
-	takeOver := now.Sub(b.place.leaderSince()) > b.clients.LockExpiry()
-	grant := b.clients.Lockable(group, clientID, mqs, now, takeOver)
+	takeOver := now.Sub(l.place.leaderSince()) > l.clients.LockExpiry()
+	grant := l.clients.Lockable(group, clientID, mqs, now, takeOver)
 	if len(grant) == 0 {
 		return grant, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockProposeTimeout)
 	defer cancel()
 	op := &fsm.MetaOp{Op: fsm.OpLockQueues, Now: now.UnixMilli(), Lock: &fsm.QueueLock{Group: group, ClientID: clientID, Queues: grant}}
-	if err := b.place.change(ctx, op); err != nil {
+	if err := l.place.change(ctx, op); err != nil {
 		return nil, err
 	}
 	return grant, nil
 }
 
 // refuseLockNames checks the group and every queue's topic of a LOCK/UNLOCK_BATCH_MQ (names.go).
-func (b *Broker) refuseLockNames(req *remoting.Command, group string, mqs []protocol.MessageQueue) *remoting.Command {
-	if bad := b.refuseBadNames(req, groupName("consumerGroup", group)); bad != nil {
+func (l *queueLocks) refuseLockNames(req *remoting.Command, group string, mqs []protocol.MessageQueue) *remoting.Command {
+	if bad := l.refuseBadNames(req, groupName("consumerGroup", group)); bad != nil {
 		return bad
 	}
 	for i := range mqs {
-		if bad := b.refuseBadNames(req, topicName("topic of mqSet entry "+strconv.Itoa(i), mqs[i].Topic)); bad != nil {
+		if bad := l.refuseBadNames(req, topicName("topic of mqSet entry "+strconv.Itoa(i), mqs[i].Topic)); bad != nil {
 			return bad
 		}
 	}

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -12,37 +11,31 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"rocketraft/broker/clients"
-	"rocketraft/broker/meta"
 	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
 )
 
-// metaBroker is a Broker with only what metaApplier uses: configuration and the three tables in
-// dir.
+// metaBroker is a Broker with only what its tables use: configuration and the tables in dir,
+// behind a classic place without a store.
 func metaBroker(t *testing.T, dir string) *Broker {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.BrokerClusterName, cfg.BrokerName = "C", "B"
 	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), reg: newRegistrar(), clients: clients.NewManager(clients.Config{})}
+	tb := &tables{cfg: cfg, logger: b.logger, clients: b.clients}
+	openTestMeta(t, dir, tb)
+	b.topics, b.groups, b.offsets, b.delayOffsets = tb.topics, tb.groups, tb.offsets, tb.delays
 	var err error
-	if b.topics, err = meta.OpenTopics(filepath.Join(dir, "topics.json"), nil); err != nil {
+	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: newStats(), acquire: b.acquireStore}, dir, false); err != nil {
 		t.Fatal(err)
 	}
-	if b.groups, err = meta.OpenGroups(filepath.Join(dir, "subscriptionGroup.json"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if b.offsets, err = meta.OpenOffsets(filepath.Join(dir, "consumerOffset.json"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if b.delayOffsets, err = meta.OpenDelayOffsets(filepath.Join(dir, "delayOffset.json"), nil); err != nil {
-		t.Fatal(err)
-	}
-	if b.pop, err = newPopService(brokerPopDeps(b), dir, false); err != nil {
-		t.Fatal(err)
-	}
+	tb.popTable, tb.applyPop, tb.topicsChanged = b.pop.table, b.pop.apply, b.reg.trigger
+	b.tables = tb
+	b.pop.popDeps = brokerPopDeps(b)
 	// A classic place without a store: these tests change no consume queues.
-	b.place = &classicPlace{cfg: cfg, apply: b.applyChange, offsets: b.offsets, delays: b.delayOffsets, logger: b.logger}
+	b.place = &classicPlace{cfg: cfg, apply: b.tables.applyChange, offsets: b.offsets, delays: b.delayOffsets, logger: b.logger}
+	b.tables.place = b.place
 	return b
 }
 
@@ -65,9 +58,9 @@ func topicCfg(name string, queues int32) *protocol.TopicConfig {
 
 // Apply ops -> snapshot -> restore into fresh tables: identical tables (and DataVersions), the
 // files saved; and the same ops applied on two replicas give identical tables.
-func TestMetaApplierRoundTrip(t *testing.T) {
+func TestTablesRoundTrip(t *testing.T) {
 	src := metaBroker(t, t.TempDir())
-	a := metaApplier{src}
+	a := src.tables
 	if err := a.RestoreMeta(nil); err != nil { // what fsm.New does
 		t.Fatal(err)
 	}
@@ -99,14 +92,14 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 		{Op: fsm.OpUnlockQueues, Now: 1012, Lock: &fsm.QueueLock{Group: "G1", ClientID: "c2", Queues: []protocol.MessageQueue{mq0}}}, // not c2's: no change
 	}
 	replica := metaBroker(t, t.TempDir())
-	if err := (metaApplier{replica}).RestoreMeta(nil); err != nil {
+	if err := replica.tables.RestoreMeta(nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, op := range ops {
 		if err := a.ApplyMeta(op); err != nil {
 			t.Fatalf("%s: %v", op.Op, err)
 		}
-		if err := (metaApplier{replica}).ApplyMeta(op); err != nil {
+		if err := replica.tables.ApplyMeta(op); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -147,14 +140,14 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 	if err := dst.topics.Put(topicCfg("stale", 1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := (metaApplier{dst}).RestoreMeta(files); err != nil {
+	if err := dst.tables.RestoreMeta(files); err != nil {
 		t.Fatal(err)
 	}
 	if want, got := stateOf(src), stateOf(dst); !reflect.DeepEqual(want, got) {
 		t.Fatalf("restored tables differ:\nwant %+v\n got %+v", want, got)
 	}
 	// A second snapshot of the restored tables is byte-identical.
-	again, err := (metaApplier{dst}).SnapshotMeta()
+	again, err := dst.tables.SnapshotMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +166,9 @@ func TestMetaApplierRoundTrip(t *testing.T) {
 	}
 }
 
-func TestMetaApplierRejects(t *testing.T) {
+func TestTablesRejects(t *testing.T) {
 	b := metaBroker(t, t.TempDir())
-	a := metaApplier{b}
+	a := b.tables
 	if err := a.ApplyMeta(&fsm.MetaOp{Op: "bogus", Now: 1}); err == nil {
 		t.Fatal("unknown op accepted")
 	}

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,23 +14,13 @@ import (
 	"rocketraft/storage"
 )
 
-// testTables opens empty topic, subscription-group and offset tables in a temporary directory.
-func testTables(t *testing.T) (*meta.Topics, *meta.Groups, *meta.Offsets) {
+// emptyMetaTables opens empty topic, subscription-group and offset tables in a temporary
+// directory.
+func emptyMetaTables(t *testing.T) (*meta.Topics, *meta.Groups, *meta.Offsets) {
 	t.Helper()
-	dir := t.TempDir()
-	topics, err := meta.OpenTopics(filepath.Join(dir, "topics.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, err := meta.OpenGroups(filepath.Join(dir, "subscriptionGroup.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	offsets, err := meta.OpenOffsets(filepath.Join(dir, "consumerOffset.json"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return topics, groups, offsets
+	tb := &tables{}
+	openTestMeta(t, t.TempDir(), tb)
+	return tb.topics, tb.groups, tb.offsets
 }
 
 // testMetrics is the metrics of a node in place p over fresh tables: topic T, group G.
@@ -43,7 +32,7 @@ func testMetrics(t *testing.T, p place) (*brokerMetrics, metricsSources) {
 	cfg.BrokerPermission = 4
 	cfg.DiskMaxUsedSpaceRatio = 80
 	src := metricsSources{cfg: cfg, stats: newStats(), place: p}
-	src.topics, src.groups, src.offsets = testTables(t)
+	src.topics, src.groups, src.offsets = emptyMetaTables(t)
 	if _, err := src.topics.EnsureTopics([]*protocol.TopicConfig{protocol.NewTopicConfig("T")}, time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,36 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/hashicorp/go-hclog"
+
+	"rocketraft/broker/clients"
+	"rocketraft/broker/meta"
+	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/remoting"
 	"rocketraft/storage"
 )
+
+// offsetHandlers serves the consumer-offset requests (this file) and the reset by timestamp
+// (resetoffset.go). Commits go through tables, which keeps each client's commits in order and
+// hands them to the place; reads ask the place. Its dependencies are wired in New; the request
+// checks and forwarding other files own come as func values.
+type offsetHandlers struct {
+	cfg     *config.Broker
+	logger  hclog.Logger
+	tables  *tables
+	place   place
+	topics  *meta.Topics
+	groups  *meta.Groups
+	clients *clients.Manager
+	// refuseBadNames answers an invalid group or topic name (Broker.refuseBadNames, names.go).
+	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
+	// forwardOrRefuse and forwardRead hand a follower's request to the leader (forward.go).
+	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	forwardRead     func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// isClassicSlave reports a classic slave, which stores commits itself (Broker.isClassicSlave).
+	isClassicSlave func() bool
+}
 
 // hotDataWindow approximates RocketMQ's "still in the page cache" test used by
 // QUERY_CONSUMER_OFFSET: a queue whose first message lies within this many
@@ -23,8 +49,8 @@ const hotDataWindow = 4 << 30
 // query has settled (offsetBatcher.waitSettled), so a client reads back its own commits and never
 // a value a failover could take back; a follower asks the leader (waiting up to forwardWait for
 // one) and answers from its replicated table only when no leader answers.
-func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := b.fwd.forwardRead(conn, req); fwd != nil { // nil on a classic node and on the leader
+func (o *offsetHandlers) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := o.forwardRead(conn, req); fwd != nil { // nil on a classic node and on the leader
 		return fwd
 	}
 	resp := req.NewResponse(remoting.Success, "")
@@ -33,15 +59,15 @@ func (b *Broker) handleQueryConsumerOffset(conn *remoting.Conn, req *remoting.Co
 	if err != nil || group == "" || topic == "" {
 		return req.NewResponse(remoting.SystemError, "bad query consumer offset header: consumerGroup, topic and queueId are required")
 	}
-	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
+	if bad := o.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
 		return bad
 	}
-	off, ok := b.place.queryOffset(group, topic, qid)
+	off, ok := o.place.queryOffset(group, topic, qid)
 	if ok && off >= 0 {
 		resp.SetExt("offset", strconv.FormatInt(off, 10))
 		return resp
 	}
-	st, release, err := b.acquireStore()
+	st, release, err := o.place.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
@@ -68,20 +94,20 @@ func queueIsYoung(st *storage.Store, topic string, qid int32) bool {
 // request is oneway, answers once that entry is applied, so an acknowledged commit survives a
 // failover. A classic slave stores it locally, as a 4.x slave does (its table is replaced by the
 // master's at the next metadata copy).
-func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+func (o *offsetHandlers) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	group, topic := req.Ext("consumerGroup"), req.Ext("topic")
 	qid, err1 := req.ExtInt32("queueId")
 	off, err2 := req.ExtInt64("commitOffset")
 	if group == "" || topic == "" || err1 != nil || err2 != nil {
 		return req.NewResponse(remoting.SystemError, "bad update consumer offset header: consumerGroup, topic, queueId and commitOffset are required")
 	}
-	if bad := b.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
+	if bad := o.refuseBadNames(req, groupName("consumerGroup", group), topicName("topic", topic)); bad != nil {
 		return bad
 	}
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil && !b.isClassicSlave() {
+	if fwd := o.forwardOrRefuse(conn, req); fwd != nil && !o.isClassicSlave() {
 		return fwd
 	}
-	if !b.validOffsetNames(group, topic) {
+	if !o.tables.validOffsetNames(group, topic) {
 		return req.NewResponse(remoting.Success, "")
 	}
 	// A request a follower forwarded (one hop longer than the client's direct requests to the new
@@ -96,10 +122,8 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 	if forwarded {
 		origin = commitOrigin{} // the follower's connection orders nothing of the client's
 	}
-	var wait func(context.Context) error
-	if !b.commitOrder.apply(offsetKey{group, topic, qid}, origin, func() {
-		wait = b.place.commitOffset(fsm.OffsetCommit{Group: group, Topic: topic, QueueID: qid, Offset: off}, forwarded)
-	}) {
+	wait, ok := o.tables.commitInOrder(origin, fsm.OffsetCommit{Group: group, Topic: topic, QueueID: qid, Offset: off}, forwarded)
+	if !ok {
 		// A later request of this client already committed the queue: this one is superseded.
 		return req.NewResponse(remoting.Success, "")
 	}
@@ -116,14 +140,14 @@ func (b *Broker) handleUpdateConsumerOffset(conn *remoting.Conn, req *remoting.C
 // queueOffsetHandler serves the per-queue offset lookups that all share the
 // header (topic, queueId) and answer one "offset" field. lookup reads st, which is released
 // when it returns.
-func (b *Broker) queueOffsetHandler(lookup func(st *storage.Store, topic string, qid int32, req *remoting.Command) (string, string, error)) remoting.Handler {
+func (o *offsetHandlers) queueOffsetHandler(lookup func(st *storage.Store, topic string, qid int32, req *remoting.Command) (string, string, error)) remoting.Handler {
 	return func(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
 		topic := req.Ext("topic")
 		qid, err := req.ExtInt32("queueId")
 		if topic == "" || err != nil {
 			return req.NewResponse(remoting.SystemError, "bad header: topic and queueId are required")
 		}
-		st, release, err := b.acquireStore()
+		st, release, err := o.place.acquire()
 		if err != nil {
 			return storeUnavailable(req, err)
 		}

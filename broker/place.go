@@ -27,7 +27,7 @@ type place interface {
 	// change makes one metadata change happen (topics, groups, locks, POP state): applied to
 	// the tables at once, with their persistence error, or proposed through Raft and answered
 	// once applied on this node. A caller that checks before it changes holds the name's lock
-	// (Broker.metaMu or lockMu) across the check and the change.
+	// (tables.names or queueLocks.mu) across the check and the change.
 	change(ctx context.Context, op *fsm.MetaOp) error
 	// deliver makes one delay-scheduler step happen: its records appended and the level's
 	// progress moved (schedule.go), as one change.

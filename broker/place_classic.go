@@ -22,7 +22,7 @@ import (
 type classicPlace struct {
 	cfg   *config.Broker
 	store *storage.Store
-	// apply changes the tables (Broker.applyChange); offsets and delays are the tables
+	// apply changes the tables (tables.applyChange); offsets and delays are the tables
 	// commitOffset and deliver change directly.
 	apply   func(op *fsm.MetaOp) (saveErr, err error)
 	offsets *meta.Offsets
@@ -38,16 +38,16 @@ func classicConfigDir(cfg *config.Broker) string {
 }
 
 // openClassicPlace opens the local store and adds the system topics the tables lack (a Raft
-// member gets them from its snapshot, metaApplier.RestoreMeta).
+// member gets them from its snapshot, tables.RestoreMeta).
 func openClassicPlace(b *Broker) (place, error) {
-	if _, err := b.topics.EnsureTopics(b.systemTopics(), time.Now()); err != nil {
+	if _, err := b.topics.EnsureTopics(b.tables.systemTopics(), time.Now()); err != nil {
 		return nil, fmt.Errorf("create system topics: %w", err)
 	}
 	store, err := storage.Open(b.storeConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open store at %s: %w", b.cfg.StorePathRootDir, err)
 	}
-	return &classicPlace{cfg: b.cfg, store: store, apply: b.applyChange, offsets: b.offsets,
+	return &classicPlace{cfg: b.cfg, store: store, apply: b.tables.applyChange, offsets: b.offsets,
 		delays: b.delayOffsets, logger: b.logger}, nil
 }
 

@@ -44,10 +44,10 @@ func raftConfigDir(cfg *config.Broker) string {
 	return filepath.Join(raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID), "config")
 }
 
-// openRaftPlace opens the Raft group (the state machine drives the tables through metaApplier)
+// openRaftPlace opens the Raft group (the state machine drives the tables through tables)
 // and the leader's offset batcher.
 func openRaftPlace(b *Broker) (place, error) {
-	rg, err := openRaftGroup(b.cfg, b.storeConfig(), metaApplier{b}, b.logger, b.disk.Report)
+	rg, err := openRaftGroup(b.cfg, b.storeConfig(), b.tables, b.logger, b.disk.Report)
 	if err != nil {
 		return nil, err
 	}

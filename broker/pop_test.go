@@ -9,8 +9,8 @@ import (
 	"rocketraft/remoting"
 )
 
-// brokerPopDeps wires a POP service to b as New does: its changes go through b's place. A test
-// broker without a forwarder forwards nothing (a classic node's answer).
+// brokerPopDeps wires a POP service to b as New does: its changes go through b's tables and
+// place. A test broker without a forwarder forwards nothing (a classic node's answer).
 func brokerPopDeps(b *Broker) popDeps {
 	forward := func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 		if b.fwd == nil {
@@ -18,9 +18,9 @@ func brokerPopDeps(b *Broker) popDeps {
 		}
 		return b.fwd.forwardOrRefuse(conn, req)
 	}
-	return popDeps{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore, commit: b.changeMeta,
-		forwardOrRefuse: forward, groupOrCreate: b.groupOrCreate, committedOffset: b.committedOffset,
-		commitOffset: b.commitOffset, stop: b.stop}
+	return popDeps{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore, commit: b.tables.changeMeta,
+		forwardOrRefuse: forward, groupOrCreate: b.tables.groupOrCreate, committedOffset: b.tables.committedOffset,
+		commitOffset: b.tables.commitOffset, stop: b.stop}
 }
 
 // TestPopApplierAndSnapshot: POP ops applied through the metadata applier give the same table
@@ -36,7 +36,7 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 	}
 	for _, op := range ops {
 		for _, b := range []*Broker{src, replica} {
-			if err := (metaApplier{b}).ApplyMeta(op); err != nil {
+			if err := b.tables.ApplyMeta(op); err != nil {
 				t.Fatalf("%s: %v", op.Op, err)
 			}
 		}
@@ -51,27 +51,27 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 	if !reflect.DeepEqual(src.pop.table.Records(), replica.pop.table.Records()) {
 		t.Fatal("replicas differ")
 	}
-	files, err := (metaApplier{src}).SnapshotMeta()
+	files, err := src.tables.SnapshotMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dst := metaBroker(t, t.TempDir())
 	dst.pop.table.Pop(pop.Key{Group: "stale", Topic: "X"}, 0, 1, []int64{0}, 1, 1) // replaced, not merged
-	if err := (metaApplier{dst}).RestoreMeta(files); err != nil {
+	if err := dst.tables.RestoreMeta(files); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(src.pop.table.Records(), dst.pop.table.Records()) {
 		t.Fatalf("restored %+v, want %+v", dst.pop.table.Records(), src.pop.table.Records())
 	}
 	for _, op := range []*fsm.MetaOp{{Op: fsm.OpDeleteTopic, Now: 2000, Name: "T"}, {Op: fsm.OpDeleteGroup, Now: 2001, Name: "G2"}} {
-		if err := (metaApplier{dst}).ApplyMeta(op); err != nil {
+		if err := dst.tables.ApplyMeta(op); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if r := dst.pop.table.Records(); len(r) != 0 {
 		t.Fatalf("after deleting the topic and the group: %+v", r)
 	}
-	if err := (metaApplier{dst}).ApplyMeta(&fsm.MetaOp{Op: fsm.OpPopAck, Now: 1}); err == nil {
+	if err := dst.tables.ApplyMeta(&fsm.MetaOp{Op: fsm.OpPopAck, Now: 1}); err == nil {
 		t.Fatal("POP op without its fields applied")
 	}
 }

@@ -3,7 +3,7 @@ package broker
 // POP state (broker/pop.Table) and how it changes: every change is an fsm.MetaOp (OpPopMessages,
 // OpPopAck, OpPopChange); orderly POP (pop.go) uses the same ops. DLedger mode: the leader proposes it through Raft and answers once it
 // is applied, so a POP, ACK or CHANGE the client saw survives a failover; every replica applies
-// it through metaApplier and the table is a file of the metadata snapshot. Classic mode: the op
+// it through tables and the table is a file of the metadata snapshot. Classic mode: the op
 // is applied directly and the table is saved to config/popState.json with the consumer offsets.
 
 import (

@@ -224,17 +224,17 @@ func TestDLegerMetadataReplayedAfterRestart(t *testing.T) {
 	if b.topics.Get(cfg.BrokerName) == nil || b.topics.Get("TBW102") == nil {
 		t.Fatal("system topics missing in DLedger mode")
 	}
-	if _, created, err := b.ensureTopic(topicCfg("MetaT", 6)); err != nil || !created {
+	if _, created, err := b.tables.ensureTopic(topicCfg("MetaT", 6)); err != nil || !created {
 		t.Fatalf("ensureTopic: %v %v", created, err)
 	}
-	if _, created, err := b.ensureTopic(topicCfg("MetaT", 1)); err != nil || created {
+	if _, created, err := b.tables.ensureTopic(topicCfg("MetaT", 1)); err != nil || created {
 		t.Fatalf("second ensureTopic must keep the first: %v %v", created, err)
 	}
-	if gc, err := b.groupOrCreate("MetaG"); err != nil || gc == nil {
+	if gc, err := b.tables.groupOrCreate("MetaG"); err != nil || gc == nil {
 		t.Fatalf("groupOrCreate: %+v %v", gc, err)
 	}
-	b.commitOffset("MetaG", "MetaT", 5, 42)
-	if off, ok := b.committedOffset("MetaG", "MetaT", 5); !ok || off != 42 {
+	b.tables.commitOffset("MetaG", "MetaT", 5, 42)
+	if off, ok := b.tables.committedOffset("MetaG", "MetaT", 5); !ok || off != 42 {
 		t.Fatalf("leader reads back %d %v", off, ok)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -247,7 +247,7 @@ func TestDLegerMetadataReplayedAfterRestart(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	b.commitOffset("MetaG", "MetaT", 5, 43) // queued at Close: flushed before shutdown
+	b.tables.commitOffset("MetaG", "MetaT", 5, 43) // queued at Close: flushed before shutdown
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestDLegerMetadataReplayedAfterRestart(t *testing.T) {
 	if b.groups.Get("MetaG") == nil {
 		t.Fatal("group lost in restart")
 	}
-	if off, ok := b.committedOffset("MetaG", "MetaT", 5); !ok || off != 43 {
+	if off, ok := b.tables.committedOffset("MetaG", "MetaT", 5); !ok || off != 43 {
 		t.Fatalf("offset after restart %d %v, want 43", off, ok)
 	}
 }

@@ -52,7 +52,7 @@ func (c *nsCalls) sent(addr string) []*remoting.Command {
 // registers (id 0, address 10.0.0.1:10911), talking to calls (nil: every call succeeds).
 func testRegistrar(t *testing.T, cfg *config.Broker, calls *nsCalls) *registrar {
 	t.Helper()
-	topics, _, _ := testTables(t)
+	topics, _, _ := emptyMetaTables(t)
 	if calls == nil {
 		calls = &nsCalls{}
 	}

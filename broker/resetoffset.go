@@ -23,52 +23,53 @@ import (
 	"rocketraft/remoting"
 )
 
-func (b *Broker) handleResetOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+// handleResetOffset serves INVOKE_BROKER_TO_RESET_OFFSET (see the file comment).
+func (o *offsetHandlers) handleResetOffset(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	topic, group := req.Ext("topic"), req.Ext("group")
 	ts, err := req.ExtInt64("timestamp")
 	if topic == "" || group == "" || err != nil {
 		return req.NewResponse(remoting.SystemError, "bad reset offset header: topic, group and timestamp are required")
 	}
-	if bad := b.refuseBadNames(req, groupName("group", group), topicName("topic", topic)); bad != nil {
+	if bad := o.refuseBadNames(req, groupName("group", group), topicName("topic", topic)); bad != nil {
 		return bad
 	}
 	if q := req.Ext("queueId"); q != "" && q != "-1" {
 		return req.NewResponse(remoting.SystemError, "resetting a single queue (queueId) is not supported; reset every queue of the topic by timestamp")
 	}
-	if fwd := b.fwd.forwardOrRefuse(conn, req); fwd != nil {
+	if fwd := o.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	force := req.Ext("isForce") == "" || req.ExtBool("isForce")
-	tc := b.topics.Get(topic)
+	tc := o.topics.Get(topic)
 	if tc == nil {
 		return req.NewResponse(remoting.TopicNotExist, "topic["+topic+"] not exist")
 	}
-	members := b.clients.ConsumerMembers(group)
-	st, release, err := b.acquireStore()
+	members := o.clients.ConsumerMembers(group)
+	st, release, err := o.place.acquire()
 	if err != nil {
 		return storeUnavailable(req, err)
 	}
 	table := make(map[protocol.MessageQueue]int64, tc.WriteQueueNums)
-	known := len(members) > 0 || b.groups.Get(group) != nil
+	known := len(members) > 0 || o.groups.Get(group) != nil
 	for q := int32(0); q < tc.WriteQueueNums; q++ {
 		target := st.MaxOffset(topic, q)
 		if ts != -1 {
 			target = st.SearchOffsetByTimestamp(topic, q, ts, false)
 		}
 		target = max(target, 0)
-		cur, ok := b.committedOffset(group, topic, q)
+		cur, ok := o.tables.committedOffset(group, topic, q)
 		known = known || ok
 		if ok && cur >= 0 && !force && cur <= target {
 			target = cur
 		}
-		table[protocol.MessageQueue{Topic: topic, BrokerName: b.cfg.BrokerName, QueueID: q}] = target
+		table[protocol.MessageQueue{Topic: topic, BrokerName: o.cfg.BrokerName, QueueID: q}] = target
 	}
 	release()
 	if !known {
 		return req.NewResponse(remoting.SystemError, "THe consumer group <"+group+"> not exist: it is not configured, has no offsets of topic "+topic+" and no consumer online")
 	}
 	for mq, off := range table {
-		b.commitOffset(group, topic, mq.QueueID, off)
+		o.tables.commitOffset(group, topic, mq.QueueID, off)
 	}
 	body, err := protocol.ResetOffsetBody{OffsetTable: table}.EncodeFastjson()
 	if err != nil {
@@ -77,10 +78,10 @@ func (b *Broker) handleResetOffset(conn *remoting.Conn, req *remoting.Command) *
 	ext := map[string]string{"topic": topic, "group": group, "timestamp": strconv.FormatInt(ts, 10), "isForce": strconv.FormatBool(force)}
 	for _, m := range members {
 		if err := m.Conn.InvokeOneway(remoting.NewRequest(remoting.ResetConsumerClientOffset, ext, body)); err != nil {
-			b.logger.Warn("cannot send RESET_CONSUMER_CLIENT_OFFSET", "group", group, "client", m.ClientID, "error", err)
+			o.logger.Warn("cannot send RESET_CONSUMER_CLIENT_OFFSET", "group", group, "client", m.ClientID, "error", err)
 		}
 	}
-	b.logger.Info("consumer offsets reset by timestamp", "group", group, "topic", topic, "timestamp", ts, "force", force, "consumers", len(members))
+	o.logger.Info("consumer offsets reset by timestamp", "group", group, "topic", topic, "timestamp", ts, "force", force, "consumers", len(members))
 	resp := req.NewResponse(remoting.Success, "")
 	if len(members) == 0 {
 		resp.Remark = "no consumer of group " + group + " is online; the offsets are committed and apply when it starts"

@@ -12,7 +12,6 @@ import (
 
 	"rocketraft/broker/meta"
 	"rocketraft/broker/schedule"
-	"rocketraft/fsm"
 	"rocketraft/message"
 	"rocketraft/remoting"
 )
@@ -79,14 +78,6 @@ func (b *Broker) applyDelay(p *sendPlan, props map[string]string) {
 	p.topic = meta.ScheduleTopic
 	p.queueID = int32(p.level - 1)
 }
-
-// DelayOffset implements fsm.ScheduleApplier: the replicated progress table.
-func (a metaApplier) DelayOffset(level int32) int64 { return a.b.delayOffsets.Get(level) }
-
-// ApplyDelayOffset implements fsm.ScheduleApplier.
-func (a metaApplier) ApplyDelayOffset(level int32, offset int64) { a.b.delayOffsets.Set(level, offset) }
-
-var _ fsm.ScheduleApplier = metaApplier{}
 
 // handleGetAllDelayOffset serves GET_ALL_DELAY_OFFSET (45): delayOffset.json's content.
 func (b *Broker) handleGetAllDelayOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {

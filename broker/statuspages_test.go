@@ -23,7 +23,7 @@ func testStatusPages(t *testing.T, p place) *statusPages {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.BrokerClusterName, cfg.BrokerName = "C1", "broker-a"
-	topics, _, offsets := testTables(t)
+	topics, _, offsets := emptyMetaTables(t)
 	tc := protocol.NewTopicConfig("T")
 	tc.ReadQueueNums, tc.WriteQueueNums = 2, 2
 	if _, err := topics.EnsureTopics([]*protocol.TopicConfig{tc, protocol.NewTopicConfig("C1")}, time.Now()); err != nil {

@@ -91,10 +91,10 @@ func (b *Broker) newTxnService() *txn.Service {
 		Append:  b.commitLog.Append,
 		// The classic master, or the ready DLedger leader, resolves transactions.
 		IsMaster:        b.place.master,
-		CommittedOffset: b.committedOffset,
-		CommitOffset:    b.commitOffset,
+		CommittedOffset: b.tables.committedOffset,
+		CommitOffset:    b.tables.commitOffset,
 		EnsureCheckMaxTopic: func() error {
-			_, _, err := b.ensureTopic(&protocol.TopicConfig{TopicName: meta.TransCheckMaxTimeTopic, ReadQueueNums: 1, WriteQueueNums: 1,
+			_, _, err := b.tables.ensureTopic(&protocol.TopicConfig{TopicName: meta.TransCheckMaxTimeTopic, ReadQueueNums: 1, WriteQueueNums: 1,
 				Perm: protocol.PermRead | protocol.PermWrite, TopicFilterType: protocol.FilterSingleTag})
 			return err
 		},

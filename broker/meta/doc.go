@@ -5,7 +5,7 @@
 // # Why a package of its own
 //
 // These tables are small, change rarely (except offsets) and are replicated as Raft log entries in
-// DLedger mode (the broker's metaApplier drives them with the *At methods and ReplaceAll). Keeping them apart from request handling means every mutation is one method call with
+// DLedger mode (the broker's tables drive them with the *At methods and ReplaceAll). Keeping them apart from request handling means every mutation is one method call with
 // plain inputs and a deterministic result (the *At variants take the time explicitly), and the
 // only I/O is the table's own file.
 //
