@@ -15,9 +15,6 @@ import (
 	"rocketraft/storage/vfs"
 )
 
-// testEncoders are the request table's encoders, as New hands them to the handler types.
-var testEncoders = encoders{json: (&Broker{}).jsonResponse, fastjson: (&Broker{}).fastjsonResponse}
-
 // adminTables are the three metadata tables the handler types read, opened in a temporary
 // directory.
 type adminTables struct {

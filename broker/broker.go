@@ -108,6 +108,8 @@ type Broker struct {
 	// keys UPDATE_BROKER_CONFIG may change at runtime (brokerconfig.go).
 	acl *acl.Store
 	rt  runtimeConfig
+	// names refuses invalid topic and group names for every handler that records one (names.go).
+	names nameGuard
 	// pop is POP consumption's in-flight table (pop.go, popstate.go).
 	pop *popService
 	// puller serves pulls (pull.go); queryH the lookups of stored messages (query.go).
@@ -150,6 +152,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		logger: logger,
 		stop:   make(chan struct{}),
 		stats:  newStats(),
+		names:  nameGuard{logger},
 		reg:    newRegistrar(), // wired below; Raft's replay may trigger it meanwhile
 	}
 	reads := storeReads{acquire: b.acquireStore}
@@ -231,7 +234,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.puller = &puller{cfg: cfg, reads: reads, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		clients: b.clients, longPoll: b.longPoll, stats: b.stats, inMemoryBytes: b.inMemoryBytes,
 		haPart: b.place.haPart, brokerID: b.place.brokerID, permission: permission,
-		slaveReadEnable: slaveRead, refuseBadNames: b.refuseBadNames,
+		slaveReadEnable: slaveRead, refuseBadNames: b.names.refuseBadNames,
 		groupOrCreate: b.tables.groupOrCreate, commitPullOffset: b.tables.commitPullOffset}
 	b.queryH = &queryHandlers{acquire: b.acquireStore}
 	b.wireScheduler()
@@ -242,14 +245,14 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.aclGate.outgoingHook(), TLS: b.clientTLS})
 	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
 	b.pop.forwardOrRefuse = b.fwd.forwardOrRefuse // POP is built before the place, the forwarder after
-	b.locks = &queueLocks{clients: b.clients, place: b.place, refuseBadNames: b.refuseBadNames,
+	b.locks = &queueLocks{clients: b.clients, place: b.place, refuseBadNames: b.names.refuseBadNames,
 		forwardOrRefuse: b.fwd.forwardOrRefuse, brokerName: cfg.BrokerName}
 	b.offsetH = &offsetHandlers{cfg: cfg, logger: logger, tables: b.tables, place: b.place, topics: b.topics,
-		groups: b.groups, clients: b.clients, refuseBadNames: b.refuseBadNames, forwardOrRefuse: b.fwd.forwardOrRefuse,
+		groups: b.groups, clients: b.clients, refuseBadNames: b.names.refuseBadNames, forwardOrRefuse: b.fwd.forwardOrRefuse,
 		forwardRead: b.fwd.forwardRead, isClassicSlave: b.isClassicSlave}
 	b.raftAdmin = &raftAdmin{place: b.place, cfg: cfg, logger: logger, aclOn: b.acl != nil, addr: b.Addr,
 		ns: b.nsClient, peers: b.fwdClient, forward: b.fwd.forwardWrite, leaderAddr: b.fwd.leaderBrokerAddr,
-		unregister: b.reg.unregisterAll, reply: b.jsonResponse, wg: &b.wg, stop: b.stop}
+		unregister: b.reg.unregisterAll, wg: &b.wg, stop: b.stop}
 	b.metrics = newBrokerMetrics(metricsSources{cfg: cfg, stats: b.stats, topics: b.topics, groups: b.groups, offsets: b.offsets, place: b.place})
 	b.commitLog = b.metrics.timed(b.commitLog) // DLedger mode: appends timed
 	b.reg.registrarDeps = registrarDeps{cfg: cfg, logger: logger, topics: b.topics, place: b.place, invoke: b.nsClient.Invoke,
@@ -268,26 +271,25 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		groupOrCreate:          b.tables.groupOrCreate,
 		brokerPermission:       permission,
 		triggerRegister:        b.reg.trigger,
-		refuseBadNames:         b.refuseBadNames,
+		refuseBadNames:         b.names.refuseBadNames,
 		applyDelay:             b.applyDelay,
 		waitReplicas:           b.waitReplicas,
 		commitOffset:           b.tables.commitOffset,
 	}
 	// The admin request handlers; their func values are Broker methods other parts own (the
 	// metadata change path, forwarding, registration, role).
-	enc := encoders{json: b.jsonResponse, fastjson: b.fastjsonResponse}
-	b.topicH = &topicHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, metaMu: &b.tables.names, logger: b.logger,
+	b.topicH = &topicHandlers{cfg: b.cfg, topics: b.topics, metaMu: &b.tables.names, logger: b.logger,
 		acquire: b.acquireStore, forward: b.fwd.forwardOrRefuse, changeMeta: b.tables.changeMeta, answerChange: b.tables.answerChange,
 		triggerRegister: b.reg.trigger}
-	b.groupH = &groupHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
+	b.groupH = &groupHandlers{cfg: b.cfg, topics: b.topics, groups: b.groups, offsets: b.offsets,
 		clients: b.clients, acquire: b.acquireStore, committedOffset: b.tables.committedOffset, forward: b.fwd.forwardOrRefuse,
 		answerChange: b.tables.answerChange}
-	b.clientH = &clientHandlers{encoders: enc, cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
+	b.clientH = &clientHandlers{cfg: b.cfg, groups: b.groups, clients: b.clients, place: b.place,
 		logger: b.logger, groupOrCreate: b.tables.groupOrCreate, ensureTopic: b.tables.ensureTopic, triggerRegister: b.reg.trigger,
-		refuseBadName: b.refuseBadName}
+		refuseBadName: b.names.refuseBadName}
 	b.configH = &configHandlers{cfg: b.cfg, rt: &b.rt, logger: b.logger, brokerID: b.brokerID,
 		triggerRegisterNow: b.reg.triggerNow}
-	b.runtimeH = &runtimeHandlers{encoders: enc, cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
+	b.runtimeH = &runtimeHandlers{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore,
 		roleName: b.roleName, addr: b.Addr, addHARuntimeInfo: b.addHARuntimeInfo, httpAddr: &b.status.httpAddr, rates: &b.status.rates}
 	b.status.storeStats = b.runtimeH.storeStats
 	return b, nil

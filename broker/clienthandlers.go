@@ -30,7 +30,6 @@ const maxGroupsCreatedPerHeartbeat = 64
 // clients manager and, on a heartbeat, creates their groups and %RETRY% topics through
 // groupOrCreate/ensureTopic (metachange.go); the place says whether this node may create them.
 type clientHandlers struct {
-	encoders
 	cfg     *config.Broker
 	groups  *meta.Groups
 	clients *clients.Manager

@@ -38,10 +38,10 @@ type clientFixture struct {
 func newClientFixture(t *testing.T, p rolePlace) *clientFixture {
 	tb := openAdminTables(t)
 	f := &clientFixture{tb: tb, reg: &counter{}}
-	f.h = &clientHandlers{encoders: testEncoders, cfg: &config.Broker{BrokerName: "b1"}, groups: tb.groups,
+	f.h = &clientHandlers{cfg: &config.Broker{BrokerName: "b1"}, groups: tb.groups,
 		clients: clients.NewManager(clients.Config{Notify: func(*remoting.Conn, string) {}}), place: p, logger: hclog.NewNullLogger(),
 		groupOrCreate: f.groupOrCreate, ensureTopic: f.ensureTopic, triggerRegister: f.reg.inc,
-		refuseBadName: (&Broker{logger: hclog.NewNullLogger()}).refuseBadName}
+		refuseBadName: nameGuard{hclog.NewNullLogger()}.refuseBadName}
 	return f
 }
 

@@ -21,7 +21,7 @@ import (
 // sits on a MemFS reporting usage used/100 (the ratio is the default 75 %), its CommitLog the
 // replicated one without a batcher (a proposal would panic: the refusal must come first),
 // served on a real connection so handleSend sees a client address.
-func diskLeader(t *testing.T, used uint64) (*Broker, string) {
+func diskLeader(t *testing.T, used uint64) (*raftPlace, string) {
 	t.Helper()
 	f := memFSM(t, &vfs.Usage{Total: 100, Used: used})
 	topics, err := meta.OpenTopics(filepath.Join(t.TempDir(), "topics.json"), hclog.NewNullLogger())
@@ -39,17 +39,18 @@ func diskLeader(t *testing.T, used uint64) (*Broker, string) {
 	rp := newRaftPlace(rg, cfg, nil, hclog.NewNullLogger())
 	t.Cleanup(rp.offsetBatch.close)
 	rp.role.set(roleLeader)
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), topics: topics, stats: newStats(), place: rp, commitLog: rp}
-	b.fwd = &forwarder{place: rp, cfg: cfg, logger: b.logger}
-	b.sender = &sender{cfg: cfg, logger: b.logger, place: rp, commitLog: rp, topics: topics, stats: b.stats, fwd: b.fwd,
-		brokerPermission: func() int32 { return b.rt.permission(b.cfg) }, storeHost: func() netip.AddrPort { return netip.AddrPort{} }}
+	logger := hclog.NewNullLogger()
+	var rt runtimeConfig
+	snd := &sender{cfg: cfg, logger: logger, place: rp, commitLog: rp, topics: topics, stats: newStats(),
+		fwd: &forwarder{place: rp, cfg: cfg, logger: logger}, brokerPermission: func() int32 { return rt.permission(cfg) },
+		storeHost: func() netip.AddrPort { return netip.AddrPort{} }}
 	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
-	srv.Handle(remoting.SendMessage, b.sender.handleSend)
+	srv.Handle(remoting.SendMessage, snd.handleSend)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	return b, srv.Addr()
+	return rp, srv.Addr()
 }
 
 func sendOne(t *testing.T, addr string) *remoting.Command {
@@ -101,8 +102,8 @@ func TestDLegerSendRefusedOverDiskRatio(t *testing.T) {
 		t.Fatalf("forwarded send answered %d %v (%s), want a final SERVICE_NOT_AVAILABLE", fwd.Code, fwd.ExtFields, fwd.Remark)
 	}
 
-	b, _ := diskLeader(t, 10)
-	if err := raftOf(t, b).checkSpace([][]byte{[]byte("hello")}); err != nil {
+	rp, _ := diskLeader(t, 10)
+	if err := rp.checkSpace([][]byte{[]byte("hello")}); err != nil {
 		t.Fatalf("space check with room: %v", err)
 	}
 }

@@ -66,7 +66,7 @@ func (b *Broker) waitReplicas(waitStore bool, results []storage.AppendResult) (i
 }
 
 func (b *Broker) handleHAStatus(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.jsonResponse(req, b.repl.Status())
+	return jsonResponse(req, b.repl.Status())
 }
 
 // addHARuntimeInfo adds brokerId and the replication keys to GET_BROKER_RUNTIME_INFO.

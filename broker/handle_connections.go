@@ -14,7 +14,7 @@ func (h *clientHandlers) handleConsumerConnections(_ *remoting.Conn, req *remoti
 	if !ok || len(info.Connections) == 0 {
 		return req.NewResponse(remoting.ConsumerNotOnline, "the consumer group["+group+"] not online")
 	}
-	return h.json(req, info.ConsumerConnection())
+	return jsonResponse(req, info.ConsumerConnection())
 }
 
 // handleProducerConnections serves GET_PRODUCER_CONNECTION_LIST: a group's connected producers.
@@ -24,5 +24,5 @@ func (h *clientHandlers) handleProducerConnections(_ *remoting.Conn, req *remoti
 	if len(conns) == 0 {
 		return req.NewResponse(remoting.SystemError, "the producer group["+group+"] not exist")
 	}
-	return h.json(req, protocol.ProducerConnection{ConnectionSet: conns})
+	return jsonResponse(req, protocol.ProducerConnection{ConnectionSet: conns})
 }

@@ -22,7 +22,6 @@ import (
 // the store; group changes go through answerChange (metachange.go), so it never decides the
 // mode itself.
 type groupHandlers struct {
-	encoders
 	cfg     *config.Broker
 	topics  *meta.Topics
 	groups  *meta.Groups
@@ -73,12 +72,12 @@ func (h *groupHandlers) handleDeleteGroup(conn *remoting.Conn, req *remoting.Com
 
 // handleGetAllGroupConfig serves GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the whole group table.
 func (h *groupHandlers) handleGetAllGroupConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return h.json(req, h.groups.Wrapper())
+	return jsonResponse(req, h.groups.Wrapper())
 }
 
 // handleGetAllConsumerOffset serves GET_ALL_CONSUMER_OFFSET: the whole offset table.
 func (h *groupHandlers) handleGetAllConsumerOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return h.json(req, h.offsets.Wrapper())
+	return jsonResponse(req, h.offsets.Wrapper())
 }
 
 // handleConsumeStats reports, per queue of the group's topics, how far the
@@ -122,7 +121,7 @@ func (h *groupHandlers) handleConsumeStats(_ *remoting.Conn, req *remoting.Comma
 			}
 		}
 	}
-	return h.fastjson(req, stats)
+	return fastjsonResponse(req, stats)
 }
 
 // handleConsumedByWho serves QUERY_TOPIC_CONSUME_BY_WHO: the groups with offsets on the topic or
@@ -145,7 +144,7 @@ func (h *groupHandlers) handleConsumedByWho(_ *remoting.Conn, req *remoting.Comm
 		groups = append(groups, g)
 	}
 	sort.Strings(groups)
-	return h.json(req, struct {
+	return jsonResponse(req, struct {
 		GroupList []string `json:"groupList"`
 	}{groups})
 }

@@ -24,7 +24,7 @@ type groupFixture struct {
 func newGroupFixture(t *testing.T) *groupFixture {
 	tb := openAdminTables(t)
 	f := &groupFixture{tb: tb, meta: &metaRecorder{tb: tb}}
-	f.h = &groupHandlers{encoders: testEncoders, cfg: &config.Broker{BrokerName: "b1"}, topics: tb.topics, groups: tb.groups,
+	f.h = &groupHandlers{cfg: &config.Broker{BrokerName: "b1"}, topics: tb.topics, groups: tb.groups,
 		offsets: tb.offsets, clients: clients.NewManager(clients.Config{Notify: func(*remoting.Conn, string) {}}),
 		acquire: acquireFails, committedOffset: tb.offsets.Query, forward: serveHere, answerChange: f.meta.answer}
 	return f

@@ -23,7 +23,6 @@ const brokerVersionDesc = "V4_9_4 (rocketraft)"
 // and VIEW_BROKER_STATS_DATA (statsdata.go). It only reads: the counters, the store's figures,
 // the status sampler and what the role and HA parts report through func values.
 type runtimeHandlers struct {
-	encoders
 	cfg    *config.Broker
 	topics *meta.Topics
 	stats  *stats
@@ -85,7 +84,7 @@ func (h *runtimeHandlers) handleRuntimeInfo(_ *remoting.Conn, req *remoting.Comm
 	if a := h.httpAddr.Load(); a != nil {
 		table["httpAddr"] = *a // ours: the status page, for the name server's page to link to
 	}
-	return h.json(req, protocol.KVTable{Table: table})
+	return jsonResponse(req, protocol.KVTable{Table: table})
 }
 
 // storeStats returns the store's figures (GET_BROKER_RUNTIME_INFO, /status).

@@ -21,7 +21,7 @@ type runtimeFixture struct {
 
 func newRuntimeFixture(t *testing.T) *runtimeFixture {
 	f := &runtimeFixture{tb: openAdminTables(t)}
-	f.h = &runtimeHandlers{encoders: testEncoders, cfg: &config.Broker{BrokerName: "b1", FlushDiskType: "ASYNC_FLUSH"},
+	f.h = &runtimeHandlers{cfg: &config.Broker{BrokerName: "b1", FlushDiskType: "ASYNC_FLUSH"},
 		topics: f.tb.topics, stats: newStats(), acquire: acquireFails,
 		roleName: func() string { return "SLAVE" }, addr: func() string { return "127.0.0.1:10911" },
 		addHARuntimeInfo: func(table map[string]string) { table["brokerId"] = "1" },

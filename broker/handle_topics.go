@@ -19,7 +19,6 @@ import (
 // table and the store, and changes topics only through changeMeta/answerChange, so the classic
 // and Raft paths (place.go) stay the metadata change path's business (metachange.go).
 type topicHandlers struct {
-	encoders
 	cfg    *config.Broker
 	topics *meta.Topics
 	// metaMu serialises one topic's check and change with the other writers of that name.
@@ -111,7 +110,7 @@ func (h *topicHandlers) handleDeleteTopic(conn *remoting.Conn, req *remoting.Com
 
 // handleGetAllTopicConfig serves GET_ALL_TOPIC_CONFIG: the whole topic table.
 func (h *topicHandlers) handleGetAllTopicConfig(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return h.json(req, h.topics.Wrapper())
+	return jsonResponse(req, h.topics.Wrapper())
 }
 
 // handleTopicStats serves GET_TOPIC_STATS_INFO: each write queue's offsets and last store time.
@@ -133,7 +132,7 @@ func (h *topicHandlers) handleTopicStats(_ *remoting.Conn, req *remoting.Command
 		}
 	}
 	release()
-	return h.fastjson(req, table)
+	return fastjsonResponse(req, table)
 }
 
 // lastStoreTime is the store time of the message just before offset in a

@@ -25,7 +25,7 @@ type topicFixture struct {
 func newTopicFixture(t *testing.T) *topicFixture {
 	tb := openAdminTables(t)
 	f := &topicFixture{tb: tb, meta: &metaRecorder{tb: tb}, reg: &counter{}}
-	f.h = &topicHandlers{encoders: testEncoders, cfg: &config.Broker{BrokerName: "b1"}, topics: tb.topics,
+	f.h = &topicHandlers{cfg: &config.Broker{BrokerName: "b1"}, topics: tb.topics,
 		metaMu: &nameLocks{}, logger: hclog.NewNullLogger(), acquire: acquireFails, forward: serveHere,
 		changeMeta: f.meta.change, answerChange: f.meta.answer, triggerRegister: f.reg.inc}
 	return f

@@ -126,7 +126,7 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 }
 
 // jsonResponse answers SUCCESS with v as the JSON body.
-func (b *Broker) jsonResponse(req *remoting.Command, v any) *remoting.Command {
+func jsonResponse(req *remoting.Command, v any) *remoting.Command {
 	body, err := protocol.Encode(v)
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())
@@ -138,7 +138,7 @@ func (b *Broker) jsonResponse(req *remoting.Command, v any) *remoting.Command {
 
 // fastjsonResponse answers SUCCESS with v in fastjson's layout (the non-string map keys some
 // Java clients need).
-func (b *Broker) fastjsonResponse(req *remoting.Command, v protocol.FastjsonEncoder) *remoting.Command {
+func fastjsonResponse(req *remoting.Command, v protocol.FastjsonEncoder) *remoting.Command {
 	body, err := v.EncodeFastjson()
 	if err != nil {
 		return req.NewResponse(remoting.SystemError, "encode body: "+err.Error())

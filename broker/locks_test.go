@@ -20,11 +20,10 @@ import (
 func newTestLocks(t *testing.T, forward func(*remoting.Conn, *remoting.Command) *remoting.Command) (*queueLocks, *testTables) {
 	t.Helper()
 	tt := newTestTables(t)
-	nb := &Broker{cfg: tt.cfg, logger: hclog.NewNullLogger()}
 	if forward == nil {
 		forward = func(*remoting.Conn, *remoting.Command) *remoting.Command { return nil }
 	}
-	return &queueLocks{clients: tt.clients, place: tt.fp, refuseBadNames: nb.refuseBadNames,
+	return &queueLocks{clients: tt.clients, place: tt.fp, refuseBadNames: nameGuard{hclog.NewNullLogger()}.refuseBadNames,
 		forwardOrRefuse: forward, brokerName: tt.cfg.BrokerName}, tt
 }
 

@@ -13,6 +13,8 @@ package broker
 // own check still cannot store a bad name.
 
 import (
+	"github.com/hashicorp/go-hclog"
+
 	"rocketraft/message"
 	"rocketraft/remoting"
 )
@@ -37,18 +39,22 @@ func consumerGroupName(field, name string) nameCheck {
 	return nameCheck{field, name, message.ValidateConsumerGroup}
 }
 
+// nameGuard refuses requests with invalid names and logs each refusal: the one place that
+// wording and log line live, handed to every handler type that records names.
+type nameGuard struct{ logger hclog.Logger }
+
 // refuseBadNames answers INVALID_PARAMETER for the first invalid name, or returns nil.
-func (b *Broker) refuseBadNames(req *remoting.Command, checks ...nameCheck) *remoting.Command {
+func (g nameGuard) refuseBadNames(req *remoting.Command, checks ...nameCheck) *remoting.Command {
 	for _, c := range checks {
 		if err := c.valid(c.name); err != nil {
-			return b.refuseBadName(req, c.field, err)
+			return g.refuseBadName(req, c.field, err)
 		}
 	}
 	return nil
 }
 
 // refuseBadName logs and answers one invalid name.
-func (b *Broker) refuseBadName(req *remoting.Command, field string, err error) *remoting.Command {
-	b.logger.Warn("request refused: invalid name", "code", req.Code, "field", field, "error", err)
+func (g nameGuard) refuseBadName(req *remoting.Command, field string, err error) *remoting.Command {
+	g.logger.Warn("request refused: invalid name", "code", req.Code, "field", field, "error", err)
 	return req.NewResponse(remoting.InvalidParameter, "invalid "+field+": "+err.Error())
 }

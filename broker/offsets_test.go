@@ -24,12 +24,11 @@ type testOffsets struct {
 func newTestOffsets(t *testing.T, forward func(*remoting.Conn, *remoting.Command) *remoting.Command) *testOffsets {
 	t.Helper()
 	tt := newTestTables(t)
-	nb := &Broker{cfg: tt.cfg, logger: hclog.NewNullLogger()}
 	if forward == nil {
 		forward = func(*remoting.Conn, *remoting.Command) *remoting.Command { return nil }
 	}
 	o := &offsetHandlers{cfg: tt.cfg, logger: hclog.NewNullLogger(), tables: tt.tables, place: tt.fp, topics: tt.topics,
-		groups: tt.groups, clients: tt.clients, refuseBadNames: nb.refuseBadNames, forwardOrRefuse: forward,
+		groups: tt.groups, clients: tt.clients, refuseBadNames: nameGuard{hclog.NewNullLogger()}.refuseBadNames, forwardOrRefuse: forward,
 		forwardRead: forward, isClassicSlave: func() bool { return false }}
 	return &testOffsets{o, tt}
 }

@@ -62,8 +62,6 @@ type raftAdmin struct {
 	leaderAddr func(ctx context.Context) string
 	// unregister takes this node out of every name server (register.go, unregisterAll).
 	unregister func()
-	// reply encodes a JSON answer (handlers.go, jsonResponse).
-	reply func(req *remoting.Command, v any) *remoting.Command
 	// wg and stop are the broker's: background work joins wg and ends when stop closes.
 	wg   *sync.WaitGroup
 	stop <-chan struct{}
@@ -166,7 +164,7 @@ func (ra *raftAdmin) handleGetRaftStatus(_ *remoting.Conn, req *remoting.Command
 	if err != nil {
 		return ra.notRaft(req)
 	}
-	return ra.reply(req, ra.raftStatus(rp))
+	return jsonResponse(req, ra.raftStatus(rp))
 }
 
 // raftAdminContext bounds a change by the caller's timeoutMillis.

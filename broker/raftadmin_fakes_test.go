@@ -90,12 +90,7 @@ func testRaftAdmin(rp *raftPlace) (*raftAdmin, *fakeInvoker, *fakeInvoker, *byte
 		forward:    func(*remoting.Conn, *remoting.Command) *remoting.Command { return nil },
 		leaderAddr: func(context.Context) string { return "" },
 		unregister: func() {},
-		reply: func(req *remoting.Command, v any) *remoting.Command {
-			resp := req.NewResponse(remoting.Success, "")
-			resp.Body, _ = protocol.Encode(v)
-			return resp
-		},
-		wg: &sync.WaitGroup{}, stop: make(chan struct{}),
+		wg:         &sync.WaitGroup{}, stop: make(chan struct{}),
 	}
 	return ra, ns, peers, &out
 }

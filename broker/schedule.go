@@ -81,5 +81,5 @@ func (b *Broker) applyDelay(p *sendPlan, props map[string]string) {
 
 // handleGetAllDelayOffset serves GET_ALL_DELAY_OFFSET (45): delayOffset.json's content.
 func (b *Broker) handleGetAllDelayOffset(_ *remoting.Conn, req *remoting.Command) *remoting.Command {
-	return b.jsonResponse(req, b.delayOffsets.Wrapper())
+	return jsonResponse(req, b.delayOffsets.Wrapper())
 }

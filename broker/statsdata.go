@@ -40,7 +40,7 @@ func (h *runtimeHandlers) handleViewStatsData(_ *remoting.Conn, req *remoting.Co
 	if !ok {
 		return req.NewResponse(remoting.SystemError, fmt.Sprintf("the stats <%s> <%s> not exist", name, key))
 	}
-	return h.json(req, statsData(ks, time.Now()))
+	return jsonResponse(req, statsData(ks, time.Now()))
 }
 
 // statsData turns one key's figures into the three windows; the hour and the day count what

@@ -41,7 +41,7 @@ func (h *topicHandlers) handleGetTopicConfig(_ *remoting.Conn, req *remoting.Com
 	if tc == nil {
 		return req.NewResponse(remoting.TopicNotExist, "No topic in this broker. topic: "+topic)
 	}
-	return h.json(req, tc)
+	return jsonResponse(req, tc)
 }
 
 // handleGetSubscriptionGroupConfig serves GET_SUBSCRIPTIONGROUP_CONFIG: the group's config as
@@ -52,5 +52,5 @@ func (h *groupHandlers) handleGetSubscriptionGroupConfig(_ *remoting.Conn, req *
 	if gc == nil {
 		return req.NewResponse(remoting.SubscriptionGroupNotExist, "No group in this broker: "+group)
 	}
-	return h.json(req, gc)
+	return jsonResponse(req, gc)
 }
