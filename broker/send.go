@@ -124,13 +124,13 @@ func (b *Broker) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		results, err := b.commitLog.Append(ctx, records)
+		results, err := appendScanned(ctx, b.commitLog, records, p.scans(batch))
 		return b.finishSend(s, results, err)
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send.
 	answer := conn.Defer(req)
-	alog.AppendFunc(now.Add(sendTimeout), records, func(results []storage.AppendResult, err error) {
+	alog.AppendFunc(now.Add(sendTimeout), records, p.scans(batch), func(results []storage.AppendResult, err error) {
 		finish := func() *remoting.Command { return b.finishSend(s, results, err) }
 		if errors.Is(err, dledger.ErrNotLeader) {
 			go answer.Answer(finish) // forwards to the new leader: may wait
