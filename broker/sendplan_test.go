@@ -138,6 +138,11 @@ func TestPlainSendScansPropertiesOnceInAll(t *testing.T) {
 			if n := message.PropertyScans() - before; n != 1 {
 				t.Fatalf("one plain send scanned its properties %d times, want 1 (the plan's)", n)
 			}
+			if mode == "dledger" {
+				if n := raftOf(t, h.b).scans.Len(); n != 0 {
+					t.Fatalf("the leader's table holds %d entries once the sends are answered, want 0", n)
+				}
+			}
 		})
 	}
 }

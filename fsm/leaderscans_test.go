@@ -14,7 +14,7 @@ import (
 )
 
 // readOf is what a proposer that read record r's properties puts in LeaderScans.
-func readOf(t *testing.T, r []byte) storage.Scanned {
+func readOf(t testing.TB, r []byte) storage.Scanned {
 	t.Helper()
 	v, err := message.ParseView(r)
 	if err != nil {
