@@ -41,9 +41,10 @@ type CommitLog interface {
 // asyncCommitLog is a CommitLog that can also hand an append's outcome to a callback instead of
 // a waiting goroutine (DLedger mode: the Raft batcher answers all sends of an entry from the one
 // goroutine that saw it commit). then runs exactly once and must not block. Records still
-// waiting to be proposed at deadline are dropped and answered context.DeadlineExceeded.
+// waiting to be proposed at deadline are dropped and answered context.DeadlineExceeded. scans,
+// when not nil, is the send plan's read of the records' properties (sendPlan.scans).
 type asyncCommitLog interface {
-	AppendFunc(deadline time.Time, records [][]byte, then func([]storage.AppendResult, error))
+	AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, then func([]storage.AppendResult, error))
 }
 
 // Broker is one broker process's serving state.

@@ -55,6 +55,11 @@ func (p *classicPlace) Append(ctx context.Context, records [][]byte) ([]storage.
 	return p.store.Append(ctx, records)
 }
 
+// AppendScanned is Append with the send plan's read of the records' properties (scannedCommitLog).
+func (p *classicPlace) AppendScanned(ctx context.Context, records [][]byte, scans []storage.Scanned) ([]storage.AppendResult, error) {
+	return p.store.AppendScanned(ctx, records, scans)
+}
+
 func (p *classicPlace) acquire() (*storage.Store, func(), error) { return p.store, noRelease, nil }
 
 // change applies op to the tables; deleting a topic also deletes its consume queues (in a Raft

@@ -19,7 +19,19 @@ import (
 
 // appendBatcher is the group-commit batcher the broker submits sends through: one item per send
 // (a batch send's records stay one item, so they stay contiguous), one result per item.
-type appendBatcher = dledger.Batcher[[][]byte, []storage.AppendResult]
+type appendBatcher = dledger.Batcher[*proposal, []storage.AppendResult]
+
+// proposal is one send's records on their way into a Raft entry, with what the send path
+// already read of their properties (nil: nothing), which reaches this node's own apply of the
+// entry through fsm.LeaderScans and never the entry itself.
+type proposal struct {
+	records [][]byte
+	scans   []storage.Scanned
+	// entry is the encoded entry the records went into, set (by the batcher's goroutine, before
+	// the entry is proposed) only when scans is: the key under which LeaderScans holds them
+	// until the send's outcome Drops it.
+	entry []byte
+}
 
 // raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
 // that owns the store, and the batcher in front of Raft. The broker never writes to the store
@@ -28,8 +40,10 @@ type raftGroup struct {
 	fsm     *fsm.FSM
 	node    *dledger.Node
 	batcher *appendBatcher
-	selfID  string
-	group   string // dLegerGroup, for messages
+	// scans hands the sends' reads of their properties to this node's apply (fsm.LeaderScans).
+	scans  *fsm.LeaderScans
+	selfID string
+	group  string // dLegerGroup, for messages
 	// readCtx bounds readers waiting in acquire for a restore's new store; close cancels it.
 	readCtx   context.Context
 	stopReads context.CancelFunc
@@ -90,7 +104,8 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 	dir := raftDataDir(cfg.StorePathRootDir, cfg.DLegerSelfID)
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
-	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk})
+	scans := fsm.NewLeaderScans()
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk, Scans: scans})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}
@@ -127,10 +142,10 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		_ = f.Close()
 		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
 	}
-	rg := &raftGroup{fsm: f, node: node, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
+	rg := &raftGroup{fsm: f, node: node, scans: scans, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	go rg.proposeDigestChecks(logger)
-	rg.batcher = dledger.NewBatcher(node, appendCodec, dledger.BatchOptions{
+	rg.batcher = dledger.NewBatcher(node, appendCodec(scans), dledger.BatchOptions{
 		MaxBytes:    int(cfg.DLegerBatchMaxBytes),
 		MaxItems:    int(cfg.DLegerBatchMaxItems),
 		MaxInFlight: int(cfg.DLegerBatchMaxInFlight),
@@ -147,17 +162,48 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 	return rg, nil
 }
 
-// appendCodec plugs the fsm's message-entry format into the batcher.
-var appendCodec = dledger.BatchCodec[[][]byte, []storage.AppendResult]{
-	Encode: fsm.EncodeMessages,
-	Size: func(recs [][]byte) int {
-		n := 4
-		for _, r := range recs {
-			n += 4 + len(r)
+// appendCodec plugs the fsm's message-entry format into the batcher; the reads of the
+// proposals' properties go into scans under the encoded entry (encodeProposals).
+func appendCodec(scans *fsm.LeaderScans) dledger.BatchCodec[*proposal, []storage.AppendResult] {
+	return dledger.BatchCodec[*proposal, []storage.AppendResult]{
+		Encode: func(items []*proposal) []byte { return encodeProposals(items, scans) },
+		Size: func(p *proposal) int {
+			n := 4
+			for _, r := range p.records {
+				n += 4 + len(r)
+			}
+			return n
+		},
+		Split: splitApplyResult,
+	}
+}
+
+// encodeProposals encodes items as one messages entry (fsm.EncodeMessages) and, when some item
+// carries reads of its properties, Puts them in scans under that entry and marks those items
+// with it, so each Drops it once answered (raftGroup.AppendFunc). The entry's bytes are not
+// changed by this: only this node's apply of this very entry can find them.
+func encodeProposals(items []*proposal, scans *fsm.LeaderScans) []byte {
+	appends := make([][][]byte, len(items))
+	var read [][]storage.Scanned
+	for i, p := range items {
+		appends[i] = p.records
+		if p.scans != nil {
+			if read == nil {
+				read = make([][]storage.Scanned, len(items))
+			}
+			read[i] = p.scans
 		}
-		return n
-	},
-	Split: splitApplyResult,
+	}
+	data := fsm.EncodeMessages(appends)
+	if read != nil {
+		scans.Put(data, read)
+		for _, p := range items {
+			if p.scans != nil {
+				p.entry = data
+			}
+		}
+	}
+	return data
 }
 
 // splitApplyResult hands each send its own append outcome from the entry's *fsm.ApplyResult.
@@ -179,17 +225,24 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 	if err := rg.checkSpace(records); err != nil {
 		return nil, err
 	}
-	res, err := rg.batcher.Submit(ctx, records)
+	res, err := rg.batcher.Submit(ctx, &proposal{records: records})
 	return checkAppend(records, res, err)
 }
 
-// AppendFunc is Append with the outcome handed to then (see asyncCommitLog).
-func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, then func([]storage.AppendResult, error)) {
+// AppendFunc is Append with the outcome handed to then (see asyncCommitLog). scans, when not
+// nil, is the send path's read of the records' properties (one per record): this node's apply
+// of the entry uses it (fsm.LeaderScans) and it is forgotten once the send has its outcome.
+func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, then func([]storage.AppendResult, error)) {
 	if err := rg.checkSpace(records); err != nil {
 		then(nil, err)
 		return
 	}
-	rg.batcher.SubmitFunc(deadline, records, func(res []storage.AppendResult, err error) {
+	p := &proposal{records: records, scans: scans}
+	rg.batcher.SubmitFunc(deadline, p, func(res []storage.AppendResult, err error) {
+		// The batcher answers an item once: after its entry's outcome (applied here, which took
+		// the reads, or failed), or without having put it in an entry (p.entry nil). Should a
+		// failed entry still be applied here later, that apply reads the records itself.
+		rg.scans.Drop(p.entry)
 		then(checkAppend(records, res, err))
 	})
 }

@@ -166,13 +166,13 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 		defer cancel()
-		results, err := s.commitLog.Append(ctx, records)
+		results, err := appendScanned(ctx, s.commitLog, records, p.scans(batch))
 		return s.finishSend(inf, results, err)
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send.
 	answer := conn.Defer(req)
-	alog.AppendFunc(now.Add(sendTimeout), records, func(results []storage.AppendResult, err error) {
+	alog.AppendFunc(now.Add(sendTimeout), records, p.scans(batch), func(results []storage.AppendResult, err error) {
 		finish := func() *remoting.Command { return s.finishSend(inf, results, err) }
 		if errors.Is(err, dledger.ErrNotLeader) {
 			go answer.Answer(finish) // forwards to the new leader: may wait

@@ -5,9 +5,11 @@ package broker
 // policy, the half-message and delay rewrites, the cluster property, the replication wait, the
 // metrics) reads the plan instead of the properties string, and the request header stays as
 // the client sent it: the plan carries the target (topic, queue, sysFlag, properties) the
-// records are encoded with.
+// records are encoded with. The store takes the same read with a plain send's records
+// (sendPlan.scans), so on the node that takes the send its properties are read once in all.
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,6 +19,7 @@ import (
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // sendKind is where and how a send is stored.
@@ -63,6 +66,8 @@ type sendPlan struct {
 	queueID int32
 	sysFlag int32
 	props   string
+	// scanned backs scans' answer (no allocation per send).
+	scanned [1]storage.Scanned
 }
 
 // newSendPlan reads a send header: the one scan of its properties.
@@ -183,6 +188,40 @@ func metricTypeOf(k *message.Known[string]) int {
 		return msgDelay
 	}
 	return msgNormal
+}
+
+// scans is the plan's read of the properties as the store takes it with the send's records
+// (storage.Scanned), so that the store does not read them again: on the leader a plain send's
+// properties are then read once in all, in classic mode (AppendScanned) and in DLedger mode
+// (through the leader's own apply, fsm.LeaderScans). It is nil where the read does not describe
+// the records' properties: a batch (each entry has its own), a half, delay or timer send and a
+// move to the DLQ (their properties were rewritten after the read). The store checks that a
+// read describes the record it comes with, so the answer is only ever a shortcut.
+func (p *sendPlan) scans(batch bool) []storage.Scanned {
+	if batch || p.toDLQ {
+		return nil
+	}
+	switch p.kind {
+	case kindNormal, kindPrepared, kindRollback: // stored with the properties as sent
+	default:
+		return nil
+	}
+	p.scanned[0] = storage.Scanned{Props: p.props, Known: &p.known}
+	return p.scanned[:]
+}
+
+// scannedCommitLog is a CommitLog that takes the send plan's read of the records' properties
+// with them: classic mode's store (storage.Store.AppendScanned).
+type scannedCommitLog interface {
+	AppendScanned(ctx context.Context, records [][]byte, scans []storage.Scanned) ([]storage.AppendResult, error)
+}
+
+// appendScanned appends records through cl, with scans when cl takes them.
+func appendScanned(ctx context.Context, cl CommitLog, records [][]byte, scans []storage.Scanned) ([]storage.AppendResult, error) {
+	if sc, ok := cl.(scannedCommitLog); ok && scans != nil {
+		return sc.AppendScanned(ctx, records, scans)
+	}
+	return cl.Append(ctx, records)
 }
 
 // toDLQTarget moves a retry send past its limit to dlq queue 0 without its DELAY (the one

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
+	"rocketraft/storage"
 )
 
 // typeOfProps is the metrics type of a send carrying props.
@@ -109,10 +111,11 @@ func TestSendPlanLeavesHeader(t *testing.T) {
 	}
 }
 
-// One plain send reads its properties once on the send path (the plan) and once in the store's
-// append (on a DLedger node, the apply; TestApplyScansPropertiesOnce in fsm counts a replica's):
-// two scans in all on the node that takes the send, in classic and in DLedger mode.
-func TestPlainSendScansPropertiesTwiceInAll(t *testing.T) {
+// One plain send reads its properties once in all on the node that takes it, in classic and in
+// DLedger mode: on the send path (the plan), whose read the store's append (on a DLedger
+// leader, its own apply: fsm.LeaderScans) uses instead of reading them again.
+// TestApplyScansPropertiesOnce in fsm counts a replica's apply, which reads them once.
+func TestPlainSendScansPropertiesOnceInAll(t *testing.T) {
 	for _, mode := range []string{"classic", "dledger"} {
 		t.Run(mode, func(t *testing.T) {
 			raftAddr := ""
@@ -132,9 +135,88 @@ func TestPlainSendScansPropertiesTwiceInAll(t *testing.T) {
 			send() // creates the topic
 			before := message.PropertyScans()
 			send()
-			if n := message.PropertyScans() - before; n != 2 {
-				t.Fatalf("one plain send scanned its properties %d times, want 2 (plan, store)", n)
+			if n := message.PropertyScans() - before; n != 1 {
+				t.Fatalf("one plain send scanned its properties %d times, want 1 (the plan's)", n)
+			}
+			if mode == "dledger" {
+				if n := raftOf(t, h.b).scans.Len(); n != 0 {
+					t.Fatalf("the leader's table holds %d entries once the sends are answered, want 0", n)
+				}
 			}
 		})
+	}
+}
+
+// The plan hands the store its read of the properties only where that read describes what the
+// records carry: a plain, PREPARED or ROLLBACK single send, not a batch, a half, a delayed or
+// timer send, nor a move to the DLQ (their properties are rewritten after the read).
+func TestSendPlanScans(t *testing.T) {
+	cases := []struct {
+		name         string
+		props        string
+		sysFlag      int32
+		batch, wants bool
+	}{
+		{"plain", "TAGS\x01a\x02KEYS\x01k\x02", 0, false, true},
+		{"no properties", "", 0, false, true},
+		{"a timer already due stays plain", "TIMER_DELIVER_MS\x015\x02", 0, false, true},
+		{"prepared", "TAGS\x01a\x02", message.TransactionPreparedType, false, true},
+		{"rollback", "TAGS\x01a\x02", message.TransactionRollbackType, false, true},
+		{"batch", "TAGS\x01a\x02", 0, true, false},
+		{"half", "TRAN_MSG\x01true\x02", 0, false, false},
+		{"delay", "DELAY\x012\x02", 0, false, false},
+		{"timer", "TIMER_DELAY_SEC\x0110\x02", 0, false, false},
+	}
+	for _, c := range cases {
+		p, code := classified(c.props, c.sysFlag, 0, c.batch)
+		if code != remoting.Success {
+			t.Fatalf("%s: code %d", c.name, code)
+		}
+		got := p.scans(c.batch)
+		if (got != nil) != c.wants {
+			t.Errorf("%s: scans %v, want some: %v", c.name, got, c.wants)
+			continue
+		}
+		if got != nil && (len(got) != 1 || got[0].Props != c.props || got[0].Known != &p.known) {
+			t.Errorf("%s: scans %+v, want the plan's read of %q", c.name, got, c.props)
+		}
+	}
+	p := sentPlan("%RETRY%G", "TAGS\x01a\x02DELAY\x013\x02")
+	p.toDLQTarget("%DLQ%G")
+	if got := p.scans(false); got != nil {
+		t.Errorf("a move to the DLQ handed the store %+v", got)
+	}
+}
+
+// scanLog is a commit log that records which append it was asked for.
+type scanLog struct {
+	plain   int
+	scanned [][]storage.Scanned
+}
+
+func (l *scanLog) Append(context.Context, [][]byte) ([]storage.AppendResult, error) {
+	l.plain++
+	return nil, nil
+}
+
+func (l *scanLog) AppendScanned(_ context.Context, _ [][]byte, scans []storage.Scanned) ([]storage.AppendResult, error) {
+	l.scanned = append(l.scanned, scans)
+	return nil, nil
+}
+
+// appendScanned hands the reads to a commit log that takes them, and appends plainly when there
+// are none or the log does not take them.
+func TestAppendScanned(t *testing.T) {
+	l := &scanLog{}
+	read := []storage.Scanned{{Props: "x"}}
+	_, _ = appendScanned(context.Background(), l, nil, read)
+	_, _ = appendScanned(context.Background(), l, nil, nil)
+	if l.plain != 1 || len(l.scanned) != 1 || l.scanned[0][0].Props != "x" {
+		t.Fatalf("plain %d, scanned %+v", l.plain, l.scanned)
+	}
+	plainOnly := struct{ CommitLog }{l}
+	_, _ = appendScanned(context.Background(), plainOnly, nil, read)
+	if l.plain != 2 || len(l.scanned) != 1 {
+		t.Fatalf("a plain commit log: plain %d, scanned %d", l.plain, len(l.scanned))
 	}
 }

@@ -14,6 +14,17 @@ import (
 // default RocketMQ sizes (1 GiB commitlog files, index on): as 256 sends of one record (what
 // the group-commit batcher produces) and as one batch send of 256.
 func BenchmarkApply(b *testing.B) {
+	benchApply(b, false)
+}
+
+// BenchmarkApplyLeaderScans is BenchmarkApply on the leader, whose proposer put the sends' reads
+// of their properties in LeaderScans: the apply takes them instead of scanning the records.
+func BenchmarkApplyLeaderScans(b *testing.B) {
+	benchApply(b, true)
+}
+
+// benchApply runs the apply benchmarks, with the proposer's reads (leader) or without.
+func benchApply(b *testing.B, leader bool) {
 	for _, shape := range []struct {
 		name          string
 		sends, perSnd int
@@ -21,7 +32,11 @@ func BenchmarkApply(b *testing.B) {
 		b.Run(shape.name, func(b *testing.B) {
 			cfg := storage.DefaultConfig(b.TempDir() + "/store")
 			cfg.FS = vfs.OS{}
-			f, err := New(Config{Store: cfg})
+			var scans *LeaderScans
+			if leader {
+				scans = NewLeaderScans()
+			}
+			f, err := New(Config{Store: cfg, Scans: scans})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -36,10 +51,19 @@ func BenchmarkApply(b *testing.B) {
 				appends = append(appends, recs)
 			}
 			data := EncodeMessages(appends)
+			reads := make([][]storage.Scanned, len(appends))
+			for i, recs := range appends {
+				for _, r := range recs {
+					reads[i] = append(reads[i], readOf(b, r))
+				}
+			}
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				if leader {
+					scans.Put(data, reads)
+				}
 				res := f.Apply(&raft.Log{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}).(*ApplyResult)
 				if res.Appends[0].Err != nil {
 					b.Fatal(res.Appends[0].Err)

@@ -122,6 +122,20 @@
 // flushes the store and writes the marker with the floor at the current state, and again after,
 // so neither the marker nor the floor falls back before a deletion.
 //
+// # The leader's own apply: reads it need not repeat
+//
+// The broker reads a plain send's properties once, to classify it (broker/sendplan.go); the
+// store needs some of the same values (tags code, KEYS and UNIQ_KEY index hashes, WAIT) for
+// each record it appends. On the leader, Config.Scans (LeaderScans) carries that read from the
+// proposer (broker/raftgroup.go's batcher encodes the entry, Puts the reads under the entry's
+// bytes, proposes, and Drops them once the send has its outcome) to the apply of the very same
+// entry, which hashicorp/raft hands the leader's state machine as the same Data slice; any
+// other apply (a replica, a replay, an entry received or read back) finds nothing and reads the
+// records, as before. The entry format is untouched, and the store checks each read against its
+// record's bytes (storage.Scanned), so what is applied, and every replica's bytes, do not
+// depend on whether a read was found: determinism holds, and a missed read costs one scan.
+// leaderscans.go argues the table cannot leak or hand an entry another's reads.
+//
 // # Metadata exactly once
 //
 // The metadata tables are rebuilt, not trusted: New resets them (MetaApplier.RestoreMeta(nil)),

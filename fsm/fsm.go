@@ -92,6 +92,10 @@ type Config struct {
 	Logger hclog.Logger
 	// Meta applies metadata entries; nil: metadata entries are decoded, checked and ignored.
 	Meta MetaApplier
+	// Scans, when set, holds what this node's proposer already read of the records it proposed
+	// (leaderscans.go); the apply of those very entries uses it instead of reading the records'
+	// properties again. Nil: every apply reads them.
+	Scans *LeaderScans
 	// DrainTimeout bounds how long Restore and Close wait for readers (Acquire) to release the
 	// store before closing it; past it they give up and leave it open rather than unmap memory
 	// a reader may still touch. Default: DefaultDrainTimeout.
@@ -418,18 +422,23 @@ func (f *FSM) applyMessages(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
-	res := &ApplyResult{Appends: f.appendAll(l, appends)}
+	res := &ApplyResult{Appends: f.appendAll(l, appends, f.cfg.Scans.take(l.Data, appends))}
 	f.advance(l, false)
 	return res
 }
 
 // appendAll stores the appends of entry l, all in one store call (one write per commitlog
-// file instead of a page fault per fresh page of the mapping). Only outcomes every replica
-// reaches identically are returned; a local write failure stops the replica.
-func (f *FSM) appendAll(l *raft.Log, appends [][][]byte) []AppendOutcome {
+// file instead of a page fault per fresh page of the mapping). scans, when not nil, is the
+// proposer's read of the records' properties, one list per append (LeaderScans). Only outcomes
+// every replica reaches identically are returned; a local write failure stops the replica.
+func (f *FSM) appendAll(l *raft.Log, appends [][][]byte, scans [][]storage.Scanned) []AppendOutcome {
 	outs := make([]AppendOutcome, len(appends))
 	batch := make([][][]byte, 0, len(appends))
 	orig := make([]int, 0, len(appends)) // batch index -> appends index
+	var batchScans [][]storage.Scanned
+	if scans != nil {
+		batchScans = make([][]storage.Scanned, 0, len(appends))
+	}
 	for i, recs := range appends {
 		if err := checkStamped(i, recs); err != nil {
 			outs[i].Err = err
@@ -437,11 +446,14 @@ func (f *FSM) appendAll(l *raft.Log, appends [][][]byte) []AppendOutcome {
 		}
 		batch = append(batch, recs)
 		orig = append(orig, i)
+		if scans != nil {
+			batchScans = append(batchScans, scans[i])
+		}
 	}
 	if len(batch) == 0 {
 		return outs
 	}
-	stored, err := f.store.AppendReplicatedBatch(batch)
+	stored, err := f.store.AppendReplicatedBatchScanned(batch, batchScans)
 	if err != nil {
 		// A local write failure (ENOSPC creating a file, an I/O error, a store poisoned by an
 		// earlier failed sync): skipping the entry would diverge from the other replicas,

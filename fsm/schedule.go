@@ -183,7 +183,7 @@ func (f *FSM) applySchedule(l *raft.Log) interface{} {
 		res.Err = ErrScheduleStale
 	} else {
 		if !storeDone && len(d.Records) > 0 {
-			out := f.appendAll(l, [][][]byte{d.Records})[0]
+			out := f.appendAll(l, [][][]byte{d.Records}, nil)[0]
 			res.Results, res.Err = out.Results, out.Err
 			if out.Err != nil {
 				f.log.Error("schedule delivery: the store refused the records; the level's progress moves past them", "index", l.Index, "level", d.Level, "from", d.From, "to", d.To, "error", out.Err)

@@ -12,8 +12,9 @@ func TagsCode(tags string) int64 {
 	return int64(JavaHash(0, tags))
 }
 
-// TagsCodeBytes is TagsCode over bytes, without allocating (store hot path).
-func TagsCodeBytes(tags []byte) int64 {
+// TagsCodeBytes is TagsCode over bytes, without allocating (store hot path), or over a string
+// the store did not have to convert (storage.Scanned).
+func TagsCodeBytes[T string | []byte](tags T) int64 {
 	if len(tags) == 0 {
 		return 0
 	}
@@ -27,7 +28,9 @@ func IndexKeyHash(key string) int32 {
 }
 
 // IndexKeyHashParts is IndexKeyHash(topic + "#" + key) computed without building the string.
-func IndexKeyHashParts(topic, key []byte) int32 {
+// The key may be a string: the store hashes keys read from a record's bytes or, when the send
+// path already read them, from the request's properties (storage.Scanned).
+func IndexKeyHashParts[K string | []byte](topic []byte, key K) int32 {
 	h := JavaHash(0, topic)
 	h = 31*h + '#'
 	return absHash(JavaHash(h, key))

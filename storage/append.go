@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -49,7 +48,15 @@ type plan struct {
 // Errors: ErrMessageIllegal (nothing appended), ErrDiskFull, ErrStoreClosed, ErrIO (a sync
 // failed: this append may or may not be durable and later writes are refused).
 func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, error) {
-	return s.append(ctx, records, true)
+	return s.append(ctx, records, nil, true)
+}
+
+// AppendScanned is Append for records whose properties the caller has already read: scans[i],
+// when set, is record i's (Scanned), and spares the append its own read of them. A record
+// without one, or whose properties its Scanned does not describe, is read as Append reads it,
+// so the outcome is Append's in every case.
+func (s *Store) AppendScanned(ctx context.Context, records [][]byte, scans []Scanned) ([]AppendResult, error) {
+	return s.append(ctx, records, scans, true)
 }
 
 // AppendReplicated appends records as Append does, for the state machine of a replicated log
@@ -91,10 +98,22 @@ type BatchOutcome struct {
 // and is returned alone, as a *BatchWriteError when it happened while appends were being
 // stored: which ones before it were stored is then for recovery to find out.
 func (s *Store) AppendReplicatedBatch(appends [][][]byte) ([]BatchOutcome, error) {
+	return s.AppendReplicatedBatchScanned(appends, nil)
+}
+
+// AppendReplicatedBatchScanned is AppendReplicatedBatch with the reads of the records'
+// properties the caller already has: scans[i][j], when set, is record j of append i's, used as
+// AppendScanned uses it. The state machine passes them for the entries its own node proposed
+// (fsm.LeaderScans); every other apply reads the records, with the same outcome.
+func (s *Store) AppendReplicatedBatchScanned(appends [][][]byte, scans [][]Scanned) ([]BatchOutcome, error) {
 	gs := make([]group, len(appends))
 	for i, recs := range appends {
 		gs[i].idx = i
-		gs[i].prepare(s, recs)
+		var sc []Scanned
+		if i < len(scans) {
+			sc = scans[i]
+		}
+		gs[i].prepare(s, recs, sc)
 	}
 	err := s.appendGroups(gs, false)
 	if err != nil {
@@ -107,11 +126,11 @@ func (s *Store) AppendReplicatedBatch(appends [][][]byte) ([]BatchOutcome, error
 	return out, nil
 }
 
-// append is Append (checkRatio true) and AppendReplicated (false).
-func (s *Store) append(ctx context.Context, records [][]byte, checkRatio bool) ([]AppendResult, error) {
+// append is Append and AppendScanned (checkRatio true) and AppendReplicated (false).
+func (s *Store) append(ctx context.Context, records [][]byte, scans []Scanned, checkRatio bool) ([]AppendResult, error) {
 	gs := []group{{}}
 	g := &gs[0]
-	if g.prepare(s, records); g.err != nil {
+	if g.prepare(s, records, scans); g.err != nil {
 		return nil, g.err
 	}
 	if err := s.appendGroups(gs, checkRatio); err != nil {
@@ -149,12 +168,12 @@ type group struct {
 	stored  bool  // published: its records are readable
 }
 
-func (g *group) prepare(s *Store, records [][]byte) {
+func (g *group) prepare(s *Store, records [][]byte, scans []Scanned) {
 	if len(records) == 0 {
 		g.err = fmt.Errorf("append: no records: %w", ErrMessageIllegal)
 		return
 	}
-	g.plans, g.total, g.wait, g.err = s.prepare(records)
+	g.plans, g.total, g.wait, g.err = s.prepare(records, scans)
 }
 
 // appendGroups stores gs (skipping those prepare refused) under the append lock, then counts
@@ -182,7 +201,8 @@ func (s *Store) appendGroups(gs []group, checkRatio bool) error {
 }
 
 // prepare validates every record and computes what needs no lock: tags code, index hashes.
-func (s *Store) prepare(records [][]byte) ([]plan, int, bool, error) {
+// scans[i], when it describes record i's properties, is used instead of reading them.
+func (s *Store) prepare(records [][]byte, scans []Scanned) ([]plan, int, bool, error) {
 	plans := make([]plan, len(records))
 	total := 0
 	wait := false
@@ -208,15 +228,16 @@ func (s *Store) prepare(records [][]byte) ([]plan, int, bool, error) {
 		}
 		p := &plans[i]
 		p.v = v
-		known := message.ReadKnown(v.Properties()) // the one scan of the record's properties
-		p.tags = message.TagsCodeBytes(known.Tags)
 		p.dispatch = message.IsDispatchable(v.SysFlag())
-		if known.WaitStore() {
-			wait = true
+		indexed := s.idx != nil && message.TransactionType(v.SysFlag()) != message.TransactionRollbackType
+		var w bool
+		if sc := scannedAt(scans, i); sc != nil && sc.describes(v.Properties()) {
+			w = readInto(p, v.Topic(), sc.Known, indexed) // the encoder's read of the properties
+		} else {
+			known := message.ReadKnown(v.Properties()) // the one scan of the record's properties
+			w = readInto(p, v.Topic(), &known, indexed)
 		}
-		if s.idx != nil && message.TransactionType(v.SysFlag()) != message.TransactionRollbackType {
-			p.hashes = indexHashes(v.Topic(), &known, nil)
-		}
+		wait = wait || w
 		total += len(r)
 	}
 	if int64(total)+message.BlankMarkerSize > s.cfg.MappedFileSizeCommitLog {
@@ -231,24 +252,45 @@ func viewIndexHashes(v message.View, out []int32) []int32 {
 	return indexHashes(v.Topic(), &known, out)
 }
 
+// readInto sets what p takes from its record's properties, read into known (from the record's
+// bytes, or the encoder's string: Scanned): the tags code and, when indexed, the index key
+// hashes. It reports the record's WAIT (Known.WaitStore).
+func readInto[T string | []byte](p *plan, topic []byte, known *message.Known[T], indexed bool) bool {
+	p.tags = message.TagsCodeBytes(known.Tags)
+	if indexed {
+		p.hashes = indexHashes(topic, known, nil)
+	}
+	return known.WaitStore()
+}
+
 // indexHashes appends the index key hashes of a record of topic: UNIQ_KEY and each KEYS element.
-func indexHashes(topic []byte, known *message.Known[[]byte], out []int32) []int32 {
+func indexHashes[T string | []byte](topic []byte, known *message.Known[T], out []int32) []int32 {
 	if known.Has&message.KnownUniqKey != 0 {
 		out = append(out, message.IndexKeyHashParts(topic, known.UniqKey))
 	}
 	keys := known.Keys
 	for len(keys) > 0 {
 		k := keys
-		if i := bytes.IndexByte(keys, ' '); i >= 0 {
+		if i := indexSpace(keys); i >= 0 {
 			k, keys = keys[:i], keys[i+1:]
 		} else {
-			keys = nil
+			keys = keys[:0]
 		}
 		if len(k) > 0 {
 			out = append(out, message.IndexKeyHashParts(topic, k))
 		}
 	}
 	return out
+}
+
+// indexSpace is the index of the first space in keys (KEYS' separator), or -1.
+func indexSpace[T string | []byte](keys T) int {
+	for i := 0; i < len(keys); i++ {
+		if keys[i] == ' ' {
+			return i
+		}
+	}
+	return -1
 }
 
 // stage is what appendLocked has assigned offsets to but not yet made readable: the records'

@@ -98,6 +98,18 @@ func BenchmarkAppendReplicated(b *testing.B) {
 // Go or Java client sends it (TAGS, KEYS, UNIQ_KEY, WAIT, CLUSTER and a few more properties):
 // parse, check, tags code and index key hashes.
 func BenchmarkAppendPrepare(b *testing.B) {
+	benchPrepare(b, false)
+}
+
+// BenchmarkAppendPrepareScanned is BenchmarkAppendPrepare for a record whose properties the
+// sender already read (AppendScanned): the check that the read describes the record replaces
+// the scan.
+func BenchmarkAppendPrepareScanned(b *testing.B) {
+	benchPrepare(b, true)
+}
+
+// benchPrepare runs the prepare benchmarks, with the sender's read of the properties or without.
+func benchPrepare(b *testing.B, scanned bool) {
 	s := openT(b, testConfig(vfs.NewMemFS()))
 	defer s.Close()
 	props := message.FormatProperties(map[string]string{
@@ -111,10 +123,15 @@ func BenchmarkAppendPrepare(b *testing.B) {
 		b.Fatal(err)
 	}
 	recs := [][]byte{r}
+	var scans []Scanned
+	if scanned {
+		known := message.ReadKnown(props)
+		scans = []Scanned{{Props: props, Known: &known}}
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if _, _, _, err := s.prepare(recs); err != nil {
+		if _, _, _, err := s.prepare(recs, scans); err != nil {
 			b.Fatalf("prepare: %v", err)
 		}
 	}

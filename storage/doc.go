@@ -83,6 +83,10 @@
 // index entries and publishes the new end, in that order, so a reader never follows a unit to
 // bytes not yet written. AppendReplicatedBatch does the same for all the appends of a Raft
 // entry under one lock, with one write per commitlog file. Nothing is synced there.
+// AppendScanned and AppendReplicatedBatchScanned take, with the records, the reads of their
+// properties the sender already made (Scanned), so the tags code, index keys and WAIT come from
+// that read instead of a second scan; a read is used only for a record whose properties it
+// describes (scanned.go), so the stored result is the same either way.
 // A flusher goroutine does group commit (see flush.go): one msync covers every append waiting
 // for it. Another goroutine syncs consume queues and the sealed index files every
 // flushIntervalConsumeQueue and then writes the checkpoint; the active index file is synced only
