@@ -72,16 +72,16 @@ func (p peerPolicy) haCredential() *peerauth.Credential {
 }
 
 // peerSecurityWarnings lists the peer ports of cfg that listen beyond loopback without
-// authentication under policy p.
-func peerSecurityWarnings(cfg *config.Broker, p peerPolicy) []string {
+// authentication under policy p, for a node whose part in HA replication is part (a Raft member
+// serves HA while it leads, and has a Raft port).
+func peerSecurityWarnings(cfg *config.Broker, p peerPolicy, part haPart) []string {
 	var w []string
-	if cfg.EnableDLegerCommitLog && p.peerKey == nil {
+	if part == haWhileLeader && p.peerKey == nil {
 		if self, err := cfg.SelfPeer(); err == nil && !peerauth.LoopbackOnly(self.Addr) {
 			w = append(w, fmt.Sprintf("the Raft port %s listens beyond loopback without peer authentication: anyone who reaches it can disrupt elections and stop writes; set peerSecretFile (docs/security.md)", self.Addr))
 		}
 	}
-	servesHA := cfg.EnableDLegerCommitLog || cfg.IsMaster()
-	if servesHA && p.haKeys() == nil && listenHost(cfg.BrokerIP2) == "" {
+	if part != haSlave && p.haKeys() == nil && listenHost(cfg.BrokerIP2) == "" {
 		addr := net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.HAListenPort))
 		w = append(w, fmt.Sprintf("the HA port %s listens beyond loopback without peer authentication: anyone who reaches it can read the whole commitlog; set peerSecretFile, or aclEnable with the broker's accessKey (docs/security.md)", addr))
 	}
@@ -90,7 +90,7 @@ func peerSecurityWarnings(cfg *config.Broker, p peerPolicy) []string {
 
 // warnPeerSecurity logs each peer-security warning loudly (Start calls it).
 func (b *Broker) warnPeerSecurity() {
-	b.securityWarnings = peerSecurityWarnings(b.cfg, b.peerPolicy())
+	b.securityWarnings = peerSecurityWarnings(b.cfg, b.peerPolicy(), b.place.haPart())
 	for _, w := range b.securityWarnings {
 		b.logger.Warn("SECURITY: " + w)
 	}

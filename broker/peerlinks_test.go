@@ -24,22 +24,22 @@ func TestPeerSecurityWarnings(t *testing.T) {
 		return cfg
 	}
 	secret := peerPolicy{peerKey: []byte("0123456789abcdef")}
-	if w := peerSecurityWarnings(mk("127.0.0.1", "n0-127.0.0.1:20911;n1-127.0.0.1:20912"), peerPolicy{}); len(w) != 0 {
+	if w := warningsFor(mk("127.0.0.1", "n0-127.0.0.1:20911;n1-127.0.0.1:20912"), peerPolicy{}); len(w) != 0 {
 		t.Fatalf("loopback: %q", w)
 	}
-	w := peerSecurityWarnings(mk("10.0.0.5", "n0-10.0.0.5:20911;n1-10.0.0.6:20911"), peerPolicy{})
+	w := warningsFor(mk("10.0.0.5", "n0-10.0.0.5:20911;n1-10.0.0.6:20911"), peerPolicy{})
 	if len(w) != 2 || !strings.Contains(w[0], "Raft port 10.0.0.5:20911") || !strings.Contains(w[1], "HA port") {
 		t.Fatalf("open DLedger node: %q", w)
 	}
-	if w := peerSecurityWarnings(mk("10.0.0.5", ""), peerPolicy{}); len(w) != 1 || !strings.Contains(w[0], "HA port") {
+	if w := warningsFor(mk("10.0.0.5", ""), peerPolicy{}); len(w) != 1 || !strings.Contains(w[0], "HA port") {
 		t.Fatalf("open classic master: %q", w)
 	}
-	if w := peerSecurityWarnings(mk("10.0.0.5", "n0-10.0.0.5:20911;n1-10.0.0.6:20911"), secret); len(w) != 0 {
+	if w := warningsFor(mk("10.0.0.5", "n0-10.0.0.5:20911;n1-10.0.0.6:20911"), secret); len(w) != 0 {
 		t.Fatalf("with a peer secret: %q", w)
 	}
 	slave := mk("10.0.0.5", "")
 	slave.BrokerRole, slave.BrokerID = config.RoleSlave, 1
-	if w := peerSecurityWarnings(slave, peerPolicy{}); len(w) != 0 {
+	if w := warningsFor(slave, peerPolicy{}); len(w) != 0 {
 		t.Fatalf("a classic slave serves no HA port: %q", w)
 	}
 }
@@ -85,4 +85,9 @@ func TestPeerPolicyHA(t *testing.T) {
 	if c := noAccount.haCredential(); c == nil || c.Identity != "b/1" {
 		t.Fatalf("ACL without the broker's account falls back to the group secret: %+v", c)
 	}
+}
+
+// warningsFor is peerSecurityWarnings for a node configured by cfg, in the place New gives it.
+func warningsFor(cfg *config.Broker, p peerPolicy) []string {
+	return peerSecurityWarnings(cfg, p, newPlace(cfg).ha)
 }
