@@ -163,3 +163,20 @@ func consumerHeartbeat(clientID, group string, topics ...string) *protocol.Heart
 	}
 	return &protocol.HeartbeatData{ClientID: clientID, ConsumerDataSet: []protocol.ConsumerData{cd}}
 }
+
+// requestWith is a request of code whose header is base with ext applied over it: a value "-"
+// removes the key (a missing field), any other value replaces or adds it.
+func requestWith(code int32, base, ext map[string]string) *remoting.Command {
+	h := make(map[string]string, len(base)+len(ext))
+	for k, v := range base {
+		h[k] = v
+	}
+	for k, v := range ext {
+		if v == "-" {
+			delete(h, k)
+		} else {
+			h[k] = v
+		}
+	}
+	return remoting.NewRequest(code, h, nil)
+}

@@ -32,15 +32,7 @@ func newTopicFixture(t *testing.T) *topicFixture {
 }
 
 func updateTopicReq(ext map[string]string) *remoting.Command {
-	full := map[string]string{"topic": "T1", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}
-	for k, v := range ext {
-		if v == "-" {
-			delete(full, k)
-		} else {
-			full[k] = v
-		}
-	}
-	return remoting.NewRequest(remoting.UpdateAndCreateTopic, full, nil)
+	return requestWith(remoting.UpdateAndCreateTopic, map[string]string{"topic": "T1", "readQueueNums": "4", "writeQueueNums": "4", "perm": "6"}, ext)
 }
 
 // UPDATE_AND_CREATE_TOPIC refuses bad headers before anything changes.

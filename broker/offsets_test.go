@@ -34,15 +34,7 @@ func newTestOffsets(t *testing.T, forward func(*remoting.Conn, *remoting.Command
 }
 
 func updateOffsetReq(ext map[string]string) *remoting.Command {
-	full := map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "1", "commitOffset": "42"}
-	for k, v := range ext {
-		if v == "" {
-			delete(full, k)
-		} else {
-			full[k] = v
-		}
-	}
-	return remoting.NewRequest(remoting.UpdateConsumerOffset, full, nil)
+	return requestWith(remoting.UpdateConsumerOffset, map[string]string{"consumerGroup": "G", "topic": "T", "queueId": "1", "commitOffset": "42"}, ext)
 }
 
 func TestOffsetHandlersUpdateRefusals(t *testing.T) {
@@ -52,9 +44,9 @@ func TestOffsetHandlersUpdateRefusals(t *testing.T) {
 		code   int32
 		remark string
 	}{
-		{"no commit offset", map[string]string{"commitOffset": ""}, remoting.SystemError, "bad update consumer offset header"},
+		{"no commit offset", map[string]string{"commitOffset": "-"}, remoting.SystemError, "bad update consumer offset header"},
 		{"bad queue id", map[string]string{"queueId": "x"}, remoting.SystemError, "bad update consumer offset header"},
-		{"no group", map[string]string{"consumerGroup": ""}, remoting.SystemError, "bad update consumer offset header"},
+		{"no group", map[string]string{"consumerGroup": "-"}, remoting.SystemError, "bad update consumer offset header"},
 		{"invalid group", map[string]string{"consumerGroup": "bad group!"}, remoting.InvalidParameter, "invalid consumerGroup: "},
 		{"invalid topic", map[string]string{"topic": "bad topic!"}, remoting.InvalidParameter, "invalid topic: "},
 	}
