@@ -11,31 +11,52 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"rocketraft/broker/clients"
+	"rocketraft/broker/meta"
 	"rocketraft/config"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
+	"rocketraft/storage"
 )
 
-// metaBroker is a Broker with only what its tables use: configuration and the tables in dir,
-// behind a classic place without a store.
-func metaBroker(t *testing.T, dir string) *Broker {
+// metaNode is what the metadata tables of one node are made of, wired as New wires them:
+// configuration, the tables in a directory, POP's table and a classic place without a store
+// (these tests change no consume queues). The field names are Broker's.
+type metaNode struct {
+	cfg          *config.Broker
+	logger       hclog.Logger
+	reg          *registrar
+	clients      *clients.Manager
+	topics       *meta.Topics
+	groups       *meta.Groups
+	offsets      *meta.Offsets
+	delayOffsets *meta.DelayOffsets
+	stats        *stats
+	pop          *popService
+	tables       *tables
+	place        place
+}
+
+// acquireStore is a store-less node's acquire: nothing to read.
+func (n *metaNode) acquireStore() (*storage.Store, func(), error) { return n.place.acquire() }
+
+// metaBroker is a metaNode over tables in dir.
+func metaBroker(t *testing.T, dir string) *metaNode {
 	t.Helper()
 	cfg := config.NewBroker()
 	cfg.BrokerClusterName, cfg.BrokerName = "C", "B"
-	b := &Broker{cfg: cfg, logger: hclog.NewNullLogger(), reg: newRegistrar(), clients: clients.NewManager(clients.Config{})}
+	b := &metaNode{cfg: cfg, logger: hclog.NewNullLogger(), reg: newRegistrar(), clients: clients.NewManager(clients.Config{}), stats: newStats()}
 	tb := &tables{cfg: cfg, logger: b.logger, clients: b.clients}
 	openTestMeta(t, dir, tb)
 	b.topics, b.groups, b.offsets, b.delayOffsets = tb.topics, tb.groups, tb.offsets, tb.delays
 	var err error
-	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: newStats(), acquire: b.acquireStore}, dir, false); err != nil {
+	if b.pop, err = newPopService(popDeps{cfg: cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore}, dir, false); err != nil {
 		t.Fatal(err)
 	}
 	tb.popTable, tb.applyPop, tb.topicsChanged = b.pop.table, b.pop.apply, b.reg.trigger
 	b.tables = tb
-	b.pop.popDeps = brokerPopDeps(b)
-	// A classic place without a store: these tests change no consume queues.
 	b.place = &classicPlace{cfg: cfg, apply: b.tables.applyChange, offsets: b.offsets, delays: b.delayOffsets, logger: b.logger}
 	b.tables.place = b.place
+	b.pop.popDeps = brokerPopDeps(b)
 	return b
 }
 
@@ -46,7 +67,7 @@ type metaState struct {
 	Locks   []clients.LockRecord
 }
 
-func stateOf(b *Broker) metaState {
+func stateOf(b *metaNode) metaState {
 	return metaState{b.topics.Wrapper(), b.groups.Wrapper(), b.offsets.Wrapper(), b.clients.LockRecords()}
 }
 

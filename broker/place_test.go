@@ -17,7 +17,7 @@ import (
 )
 
 // classicTestPlace is metaBroker's classic place (tables in dir, no store) for role brokerRole.
-func classicTestPlace(t *testing.T, dir, brokerRole string) (*Broker, *classicPlace) {
+func classicTestPlace(t *testing.T, dir, brokerRole string) (*metaNode, *classicPlace) {
 	t.Helper()
 	b := metaBroker(t, dir)
 	b.cfg.BrokerRole, b.cfg.BrokerID = brokerRole, 0
@@ -137,7 +137,7 @@ func TestClassicPlaceDeliver(t *testing.T) {
 // testRaftPlace is a Raft place over a state machine on an in-memory file system, without a Raft
 // node: what does not talk to Raft can be tested without processes. Its offsets are proposed to
 // propose.
-func testRaftPlace(t *testing.T, propose func(context.Context, []fsm.OffsetCommit) error) (*Broker, *raftPlace) {
+func testRaftPlace(t *testing.T, propose func(context.Context, []fsm.OffsetCommit) error) (*metaNode, *raftPlace) {
 	t.Helper()
 	b := metaBroker(t, t.TempDir())
 	f := memFSM(t, nil)

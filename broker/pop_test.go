@@ -9,18 +9,13 @@ import (
 	"rocketraft/remoting"
 )
 
-// brokerPopDeps wires a POP service to b as New does: its changes go through b's tables and
-// place. A test broker without a forwarder forwards nothing (a classic node's answer).
-func brokerPopDeps(b *Broker) popDeps {
-	forward := func(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-		if b.fwd == nil {
-			return nil
-		}
-		return b.fwd.forwardOrRefuse(conn, req)
-	}
-	return popDeps{cfg: b.cfg, topics: b.topics, stats: b.stats, acquire: b.acquireStore, commit: b.tables.changeMeta,
-		forwardOrRefuse: forward, groupOrCreate: b.tables.groupOrCreate, committedOffset: b.tables.committedOffset,
-		commitOffset: b.tables.commitOffset, stop: b.stop}
+// brokerPopDeps wires a POP service to node n as New does: its changes go through n's tables and
+// classic place, which forwards nothing.
+func brokerPopDeps(n *metaNode) popDeps {
+	return popDeps{cfg: n.cfg, topics: n.topics, stats: n.stats, acquire: n.acquireStore, commit: n.tables.changeMeta,
+		forwardOrRefuse: func(*remoting.Conn, *remoting.Command) *remoting.Command { return nil },
+		groupOrCreate:   n.tables.groupOrCreate, committedOffset: n.tables.committedOffset,
+		commitOffset: n.tables.commitOffset, stop: make(chan struct{})}
 }
 
 // TestPopApplierAndSnapshot: POP ops applied through the metadata applier give the same table
@@ -35,7 +30,7 @@ func TestPopApplierAndSnapshot(t *testing.T) {
 		{Op: fsm.OpPopMessages, Now: 1200, Pop: &fsm.PopOp{Group: "G", Topic: "T", QueueID: 0, Next: 4, Offsets: []int64{}, Dropped: []int64{3}, PopTime: 1200, InvisibleTime: 100}},
 	}
 	for _, op := range ops {
-		for _, b := range []*Broker{src, replica} {
+		for _, b := range []*metaNode{src, replica} {
 			if err := b.tables.ApplyMeta(op); err != nil {
 				t.Fatalf("%s: %v", op.Op, err)
 			}
