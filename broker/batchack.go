@@ -21,9 +21,9 @@ import (
 const maxBatchAckOffsets = 64 << 10
 
 // handleBatchAck serves BATCH_ACK_MESSAGE: a follower forwards it, the leader (or a classic
-// broker) acks each queue's offsets as one replicated change.
-func (s *sender) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	if fwd := s.fwd.forwardOrRefuse(conn, req); fwd != nil {
+// broker) acks each queue's offsets as one replicated change, under mu like a single ACK.
+func (s *popService) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	if fwd := s.forwardOrRefuse(conn, req); fwd != nil {
 		return fwd
 	}
 	var body protocol.BatchAckBody
@@ -47,14 +47,13 @@ func (s *sender) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 		}
 	}
 	acked, skipped := 0, 0
-	ps := s.pop
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, a := range body.Acks {
 		k := pop.Key{Group: a.ConsumerGroup, Topic: a.Topic, QueueID: a.QueueID}
 		var offs []int64
 		for _, off := range a.Offsets() {
-			if ps.table.Check(k, off, a.PopTime) == pop.Acked {
+			if s.table.Check(k, off, a.PopTime) == pop.Acked {
 				offs = append(offs, off)
 			} else {
 				skipped++
@@ -63,13 +62,13 @@ func (s *sender) handleBatchAck(conn *remoting.Conn, req *remoting.Command) *rem
 		if len(offs) == 0 {
 			continue
 		}
-		before, _, _ := ps.table.Offsets(k)
+		before, _, _ := s.table.Offsets(k)
 		op := &fsm.MetaOp{Op: fsm.OpPopAck, Pop: &fsm.PopOp{Group: k.Group, Topic: k.Topic, QueueID: k.QueueID, Offsets: offs, PopTime: a.PopTime}}
-		if err := ps.commit(op); err != nil {
+		if err := s.commit(op); err != nil {
 			return metaErrorResponse(req, "batch ack", err)
 		}
 		acked += len(offs)
-		if after, _, _ := ps.table.Offsets(k); after > before {
+		if after, _, _ := s.table.Offsets(k); after > before {
 			s.commitOffset(k.Group, k.Topic, k.QueueID, after)
 		}
 	}

@@ -246,6 +246,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.fwdClient = remoting.NewClient(remoting.ClientConfig{Logger: logger.Named("forward-client"), BeforeRequest: b.aclGate.outgoingHook(), TLS: b.clientTLS})
 	b.fwd = &forwarder{place: b.place, client: b.fwdClient, nsClient: b.nsClient, cfg: cfg, self: b.Addr, stop: b.stop, logger: logger}
 	b.pop.forwardOrRefuse = b.fwd.forwardOrRefuse // POP is built before the place, the forwarder after
+	b.pop.refuseBadNames = b.names.refuseBadNames
 	b.locks = &queueLocks{clients: b.clients, place: b.place, refuseBadNames: b.names.refuseBadNames,
 		forwardOrRefuse: b.fwd.forwardOrRefuse, brokerName: cfg.BrokerName}
 	b.offsetH = &offsetHandlers{cfg: cfg, logger: logger, tables: b.tables, place: b.place, topics: b.topics,
@@ -265,7 +266,7 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 	b.disk.SetLeave(b.leaveOnDiskFailure)
 	b.sender = &sender{
 		cfg: cfg, logger: logger, place: b.place, commitLog: b.commitLog, topics: b.topics, stats: b.stats,
-		delayLevels: b.delayLevels, fwd: b.fwd, txn: b.txn, pop: b.pop,
+		delayLevels: b.delayLevels, fwd: b.fwd, txn: b.txn,
 		storeHost:              func() netip.AddrPort { return b.storeHost },
 		ensureTopic:            b.tables.ensureTopic,
 		createTopicFromDefault: b.tables.createTopicFromDefault,

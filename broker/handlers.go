@@ -48,7 +48,7 @@ func (b *Broker) handlers() map[int32]route {
 		remoting.PopMessage:                 c(b.pop.handlePopMessage),
 		remoting.AckMessage:                 c(b.pop.handleAckMessage),
 		remoting.ChangeMessageInvisibleTime: c(b.pop.handleChangeInvisibleTime),
-		remoting.BatchAckMessage:            c(b.sender.handleBatchAck),
+		remoting.BatchAckMessage:            c(b.pop.handleBatchAck),
 		remoting.LockBatchMQ:                c(b.locks.handleLockBatch),
 		remoting.UnlockBatchMQ:              c(b.locks.handleUnlockBatch),
 

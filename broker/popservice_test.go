@@ -3,8 +3,11 @@ package broker
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"rocketraft/broker/pop"
 	"rocketraft/fsm"
@@ -39,6 +42,7 @@ func newPopFixture(t *testing.T) *popFixture {
 			return f.s.apply(op)
 		},
 		forwardOrRefuse: func(*remoting.Conn, *remoting.Command) *remoting.Command { return f.forwarded },
+		refuseBadNames:  nameGuard{hclog.NewNullLogger()}.refuseBadNames,
 		groupOrCreate:   func(name string) (*protocol.SubscriptionGroupConfig, error) { return rt.groups.Get(name), nil },
 		committedOffset: func(_, _ string, qid int32) (int64, bool) { off, ok := f.committed[qid]; return off, ok },
 		commitOffset:    func(_, _ string, _ int32, off int64) { f.commits = append(f.commits, off) },
@@ -337,5 +341,48 @@ func TestPopServiceAckRefusals(t *testing.T) {
 	}
 	if in := f.s.table.Inflight(pop.Key{Group: "G", Topic: "T"}); len(in) != 1 || in[0].PopTime != cks[0].PopTime {
 		t.Fatalf("in flight %+v", in)
+	}
+}
+
+// BATCH_ACK_MESSAGE checks every ack before it changes anything: a bad body or ack is
+// MESSAGE_ILLEGAL, a bad name is refused as the name check answers.
+func TestPopServiceBatchAckChecks(t *testing.T) {
+	ack := func(f *popFixture, acks ...protocol.BatchAck) *remoting.Command {
+		body, err := protocol.Encode(protocol.BatchAckBody{BrokerName: "b1", Acks: acks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.s.handleBatchAck(nil, remoting.NewRequest(remoting.BatchAckMessage, nil, body))
+	}
+	f := newPopFixture(t)
+	if r := f.s.handleBatchAck(nil, remoting.NewRequest(remoting.BatchAckMessage, nil, []byte("{"))); r.Code != remoting.MessageIllegal {
+		t.Fatalf("bad body: %d %q", r.Code, r.Remark)
+	}
+	cases := []struct {
+		a      protocol.BatchAck
+		remark string
+	}{
+		{protocol.BatchAck{Topic: "T"}, "lacks its consumer group or topic"},
+		{protocol.BatchAck{ConsumerGroup: "g", Topic: "T", QueueID: -1}, "negative queue id"},
+		{protocol.BatchAck{ConsumerGroup: "g", Topic: "T", BitSet: make([]byte, maxBatchAckOffsets/8+1)}, "names too many offsets"},
+	}
+	for _, c := range cases {
+		if r := ack(f, c.a); r.Code != remoting.MessageIllegal || !strings.Contains(r.Remark, c.remark) {
+			t.Errorf("%+v: %d %q, want %q", c.a, r.Code, r.Remark, c.remark)
+		}
+	}
+	var checked []string
+	f.s.refuseBadNames = func(req *remoting.Command, checks ...nameCheck) *remoting.Command {
+		for _, c := range checks {
+			checked = append(checked, c.name)
+		}
+		return req.NewResponse(remoting.InvalidParameter, "bad name")
+	}
+	if r := ack(f, protocol.BatchAck{ConsumerGroup: "g", Topic: "T"}); r.Code != remoting.InvalidParameter || strings.Join(checked, ",") != "g,T" {
+		t.Fatalf("bad name: %d %q, checked %v", r.Code, r.Remark, checked)
+	}
+	f.forwarded = &remoting.Command{Code: remoting.ServiceNotAvailable, Remark: "follower"}
+	if r := ack(f); r.Code != remoting.ServiceNotAvailable || r.Remark != "follower" {
+		t.Fatalf("not writable: %d %q", r.Code, r.Remark)
 	}
 }

@@ -41,6 +41,8 @@ type popDeps struct {
 	commit func(op *fsm.MetaOp) error
 	// forwardOrRefuse relays a request that reached a DLedger follower to the leader.
 	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
+	// refuseBadNames answers an invalid group or topic name (names.go).
+	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
 	// groupOrCreate, committedOffset and commitOffset are the metadata change path
 	// (metachange.go): the group a POP names, where a queue never popped starts, and the
 	// group's consumer offset an ACK moves.

@@ -41,10 +41,8 @@ type sender struct {
 	delayLevels []time.Duration
 	// fwd carries writes a follower received to the leader (forward.go).
 	fwd *forwarder
-	// txn resolves END_TRANSACTION (package broker/txn); pop is POP's in-flight table the batch
-	// ack changes (pop.go, popstate.go).
+	// txn resolves END_TRANSACTION (package broker/txn).
 	txn *txn.Service
-	pop *popService
 	// storeHost is this broker's store host, known once it listens (stamped on every record).
 	storeHost func() netip.AddrPort
 
