@@ -221,7 +221,7 @@ func heartbeatResources(body []byte) []acl.Resource {
 // loopback: then anyone who reaches it may create and delete topics and groups, reset consumer
 // offsets and change brokerPermission, as with RocketMQ's defaults (which this keeps). The Raft
 // membership requests are refused unless allowUnauthenticatedRaftAdmin says otherwise
-// (raftAdminGuard, raftadmin.go).
+// (raftAdmin.guard, raftadmin.go).
 func (g *aclGate) warnACLOff(listen string) {
 	if g.cfg.AclEnable || config.LoopbackOnly(listen) {
 		return

@@ -53,9 +53,9 @@ const lockProposeTimeout = 3 * time.Second
 type queueLocks struct {
 	clients *clients.Manager
 	place   place
-	// refuseBadNames answers an invalid group or topic name (Broker.refuseBadNames, names.go).
+	// refuseBadNames answers an invalid group or topic name (nameGuard.refuseBadNames, names.go).
 	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
-	// forwardOrRefuse hands a follower's request to the leader (Broker.forwardOrRefuse).
+	// forwardOrRefuse hands a follower's request to the leader (forwarder.forwardOrRefuse, forward.go).
 	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command
 	// brokerName picks this broker's queues out of a request's (ownQueues, clienthandlers.go).
 	brokerName string

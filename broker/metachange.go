@@ -61,7 +61,7 @@ type tables struct {
 	popTable *pop.Table
 	applyPop func(op *fsm.MetaOp) error
 	// topicsChanged tells the name servers' registration that the topic table changed
-	// (Broker.triggerRegister).
+	// (registrar.trigger, register.go).
 	topicsChanged func()
 
 	// place makes a change happen (place.change) and records offsets; nil until New sets it.

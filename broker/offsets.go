@@ -26,7 +26,7 @@ type offsetHandlers struct {
 	topics  *meta.Topics
 	groups  *meta.Groups
 	clients *clients.Manager
-	// refuseBadNames answers an invalid group or topic name (Broker.refuseBadNames, names.go).
+	// refuseBadNames answers an invalid group or topic name (nameGuard.refuseBadNames, names.go).
 	refuseBadNames func(req *remoting.Command, checks ...nameCheck) *remoting.Command
 	// forwardOrRefuse and forwardRead hand a follower's request to the leader (forward.go).
 	forwardOrRefuse func(conn *remoting.Conn, req *remoting.Command) *remoting.Command

@@ -36,7 +36,7 @@ type popDeps struct {
 	stats  *stats
 	// acquire hands out the store for reads (Broker.acquireStore).
 	acquire func() (*storage.Store, func(), error)
-	// commit makes a POP op happen through the place (Broker.changeMeta): through Raft in
+	// commit makes a POP op happen through the place (tables.changeMeta): through Raft in
 	// DLedger mode, directly in classic mode; both end in apply.
 	commit func(op *fsm.MetaOp) error
 	// forwardOrRefuse relays a request that reached a DLedger follower to the leader.
