@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 	walTypes "github.com/hashicorp/raft-wal/types"
 
 	"rocketraft/peerauth"
@@ -17,7 +18,26 @@ import (
 const (
 	LogStoreWAL  = "wal"  // hashicorp/raft-wal segment files (the default, by measurement)
 	LogStoreBolt = "bolt" // raft-boltdb/v2 (bbolt B+tree)
+	// LogStoreCommitLog is the state machine's own commitlog (Config.EntryLog): each entry is
+	// written once, where the state machine serves it from.
+	LogStoreCommitLog = "commitlog"
 )
+
+// Sequencer stamps into a proposed entry what only the leader can decide when it proposes it,
+// in the order entries enter Raft's log: with the commitlog log store, the queue offsets of the
+// entry's records (fsm.Sequencer), which are part of the bytes every replica writes before the
+// entry commits.
+type Sequencer interface {
+	// Stamp may modify data in place. It is called under the node's proposal lock, just before
+	// raft.Apply, so entries reach the log in the order Stamp saw them. term is Raft's current
+	// term and barrier waits until every entry already in the log is applied here; Stamp calls
+	// it when its counters must be reloaded from the applied state (a new term, a refused
+	// entry). An error fails the proposal, which then does not reach Raft.
+	Stamp(data []byte, term uint64, barrier func() error) error
+	// Lost tells the sequencer that an entry it stamped may not have reached the log (Raft
+	// refused or timed out the hand-off): counters past it are not to be trusted.
+	Lost()
+}
 
 // Defaults chosen for fast failover on loopback or a LAN (see the package doc for the reasoning and
 // the measurements behind them).
@@ -69,8 +89,14 @@ type Config struct {
 	SnapshotThreshold uint64        `json:"dLegerSnapshotThreshold"`
 	TrailingLogs      uint64        `json:"dLegerTrailingLogs"`
 
-	LogStore     string `json:"dLegerLogStore"`     // LogStoreWAL or LogStoreBolt
-	LogCacheSize int    `json:"dLegerLogCacheSize"` // newest entries kept in memory; <0 disables the cache
+	LogStore string `json:"dLegerLogStore"` // LogStoreWAL, LogStoreBolt or LogStoreCommitLog
+	// EntryLog is the log store when LogStore is LogStoreCommitLog (the state machine's, fsm's
+	// entry log); the node puts its log cache in front and does not close it. Sequencer must be
+	// set with it.
+	EntryLog raft.LogStore `json:"-"`
+	// Sequencer, when set, stamps every proposed entry (see Sequencer).
+	Sequencer    Sequencer `json:"-"`
+	LogCacheSize int       `json:"dLegerLogCacheSize"` // newest entries kept in memory; <0 disables the cache
 	// LogCacheBytes bounds the cache by size as well (the newest 8 entries stay whatever their
 	// size); see logCache for why it is small.
 	LogCacheBytes int `json:"dLegerLogCacheBytes"`

@@ -33,6 +33,12 @@ const (
 	OffsetBornHost       = 48
 )
 
+// RaftEntryTopic is the reserved topic of the entry-header records that the commitlog log store
+// (dLegerLogStore=commitlog) writes in front of every Raft entry's records, so that the commitlog
+// is also the Raft log. Those records carry the rolled-back transaction type, which keeps them
+// out of consume queues and the key index on every reader; no client may produce to the topic.
+const RaftEntryTopic = "rmq_sys_RAFT_ENTRY"
+
 // Size limits (§5.5).
 const (
 	// MinRecordSize is the smallest valid record: V1, IPv4 hosts, empty body, topic, properties.

@@ -90,6 +90,14 @@ type Config struct {
 	Truncate bool `key:"-"`
 	// TruncateTo is the commitlog offset Open truncates to when Truncate is set.
 	TruncateTo int64 `key:"-"`
+	// EntryLog makes the commitlog also the Raft log (fsm's entry log, dLegerLogStore=commitlog):
+	// bytes are written by WriteEntry before they are committed and made visible by
+	// DispatchWritten once applied, so the store has a written end (WrittenEnd) ahead of the
+	// dispatched end that every reader is bounded by (CommitLogMaxOffset). With Truncate set,
+	// Open keeps the commitlog bytes after TruncateTo (Raft still needs them) and rolls back only
+	// their consume-queue units and index entries; only a torn tail is cut. Append, AppendRaw
+	// and their variants are refused (ErrEntryLog).
+	EntryLog bool `key:"-"`
 }
 
 // DefaultConfig returns RocketMQ's defaults rooted at root.

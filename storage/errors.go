@@ -24,4 +24,12 @@ var (
 	ErrTruncateBeyondEnd = errors.New("commitlog ends before the truncation point")
 	// ErrTruncateInvalid: Config.TruncateTo is not a record boundary within the commitlog.
 	ErrTruncateInvalid = errors.New("invalid commitlog truncation point")
+	// ErrEntryLog: an append other than WriteEntry on a store whose commitlog is the Raft log
+	// (Config.EntryLog), or an entry-log call on a store that is not.
+	ErrEntryLog = errors.New("commitlog is the raft log")
+	// ErrQueueOffsetStale: DispatchWritten found a record whose QUEUEOFFSET is not the next
+	// offset of its queue (the leader assigned it from counters that had moved on: a topic was
+	// deleted, a delivery step refused, an entry lost on the way into Raft's log). The group's
+	// records stay in the commitlog, never dispatched; the sender is told to retry.
+	ErrQueueOffsetStale = errors.New("queue offset stale")
 )

@@ -3,6 +3,7 @@ package meta
 import (
 	"strings"
 
+	"rocketraft/message"
 	"rocketraft/protocol"
 )
 
@@ -101,6 +102,7 @@ var notAllowedToSend = map[string]bool{
 	TransCheckMaxTimeTopic: true,
 	SelfTestTopic:          true,
 	OffsetMovedEventTopic:  true,
+	message.RaftEntryTopic: true,
 }
 
 // IsNotAllowedToSend reports whether producers are refused (NO_PERMISSION) when sending to name
