@@ -504,6 +504,8 @@ func errorCode(err error) (int32, string) {
 		return remoting.InvalidParameter, err.Error()
 	case errors.Is(err, storage.ErrDiskFull):
 		return remoting.ServiceNotAvailable, "service not available now, maybe disk full: " + err.Error()
+	case errors.Is(err, storage.ErrQueueOffsetStale):
+		return remoting.SystemError, "not stored: the leader's queue offsets had moved on (a leader change or a deleted topic); retry: " + err.Error()
 	case errors.Is(err, dledger.ErrNotLeader):
 		return remoting.ServiceNotAvailable, "service not available now: this node is not the Raft leader: " + err.Error()
 	case errors.Is(err, dledger.ErrLeadershipLost), errors.Is(err, dledger.ErrShutdown),

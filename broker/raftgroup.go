@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 
 	"rocketraft/config"
 	"rocketraft/dledger"
@@ -105,7 +106,8 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
 	scans := fsm.NewLeaderScans()
-	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk, Scans: scans})
+	entryLog := cfg.DLegerLogStore == dledger.LogStoreCommitLog
+	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk, Scans: scans, EntryLog: entryLog})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
 	}
@@ -114,7 +116,14 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		_ = f.Close()
 		return nil, fmt.Errorf("peerSecret: %w", err)
 	}
+	var logs raft.LogStore
+	var seq dledger.Sequencer
+	if entryLog { // the commitlog is the Raft log; the leader stamps queue offsets (fsm/entryapply.go)
+		logs, seq = f.LogStore(), f.Sequencer()
+	}
 	node, err := dledger.Open(dledger.Config{
+		EntryLog:   logs,
+		Sequencer:  seq,
 		PeerSecret: peerKey, // nil: no peer authentication (broker/peerlinks.go)
 		Group:      cfg.DLegerGroup,
 		SelfID:     cfg.DLegerSelfID,

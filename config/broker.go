@@ -171,7 +171,7 @@ type Broker struct {
 	DLegerCommitTimeoutMs      int64  `prop:"dLegerCommitTimeoutMs" unit:"milliseconds" help:"idle followers learn the commit index within this, ms (0 = 50)"`              // idle followers learn the commit index within t
 	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec" unit:"seconds" help:"how often to check whether to snapshot, seconds (0 = 120)"`                    // how often to check whether to snapshot, seconds
 	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold" unit:"entries" help:"snapshot once this many entries follow the last one (0 = 8192)"`                 // snapshot once this many entries are past the last one
-	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: wal | bolt (\"\" = wal)"`                                                                // wal | bolt; "" = wal
+	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: wal | bolt | commitlog (\"\" = wal)"`                                                    // wal | bolt | commitlog; "" = wal
 	// DLegerFastFailover: followers probe the leader's Raft port and campaign at once when its
 	// process is gone (connection closed, dial refused) instead of after the heartbeat timeout.
 	DLegerFastFailover     bool  `prop:"dLegerFastFailover" help:"followers campaign at once when the leader's process is gone"` // default true

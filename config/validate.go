@@ -277,9 +277,9 @@ func (b *Broker) validateRaftTuning() []error {
 		add("dLegerJoin", "only means something with enableDLegerCommitLog=true")
 	}
 	switch b.DLegerLogStore {
-	case "", "wal", "bolt":
+	case "", "wal", "bolt", "commitlog":
 	default:
-		add("dLegerLogStore", "must be wal or bolt (empty = wal), got %q", b.DLegerLogStore)
+		add("dLegerLogStore", "must be wal, bolt or commitlog (empty = wal), got %q", b.DLegerLogStore)
 	}
 	return errs
 }

@@ -113,6 +113,12 @@ type Config struct {
 	// the caller is expected to take the node out of service; it may not return (the broker
 	// exits, broker/diskfail.go).
 	OnDiskFailure func(op string, err error)
+	// EntryLog makes the commitlog also the Raft log (dLegerLogStore=commitlog): LogStore is the
+	// raft.LogStore to give Raft, which writes each entry once, into the commitlog (entrylog.go),
+	// and Apply makes an entry's records visible where they lie instead of copying them. The
+	// leader's proposals must then carry their queue offsets (Sequencer). Every node of a group
+	// must use the same log store.
+	EntryLog bool
 }
 
 // DefaultMarkerSyncInterval bounds what a node replays after a power loss to about a second of
@@ -152,6 +158,11 @@ type FSM struct {
 	current      atomic.Pointer[storeRef]
 	isClosed     atomic.Bool // closed, for Acquire without the lock
 	drainTimeout time.Duration
+
+	// entries is the Raft log in the commitlog and seq the leader's queue-offset sequencer
+	// (Config.EntryLog); both nil otherwise.
+	entries *EntryLog
+	seq     *Sequencer
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -184,6 +195,7 @@ func New(cfg Config) (*FSM, error) {
 	sc.FlushDiskType = storage.AsyncFlush
 	sc.FlushCommitLogBytes = flushBurstBytes
 	sc.Truncate, sc.TruncateTo = false, 0
+	sc.EntryLog = cfg.EntryLog
 	if sc.FS == nil {
 		sc.FS = vfs.OS{}
 	}
@@ -204,6 +216,10 @@ func New(cfg Config) (*FSM, error) {
 	}
 	if f.drainTimeout <= 0 {
 		f.drainTimeout = DefaultDrainTimeout
+	}
+	if cfg.EntryLog {
+		f.entries = newEntryLog(f.log, sc.MappedFileSizeCommitLog)
+		f.seq = NewSequencer(f.nextQueueOffset)
 	}
 	if err := f.fs.MkdirAll(dataDir); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
@@ -313,6 +329,14 @@ func (f *FSM) open() error {
 			return err
 		}
 	}
+	if f.entries != nil {
+		if err := f.entries.attach(st); err != nil {
+			f.entries.detach()
+			st.Close()
+			mk.close()
+			return err
+		}
+	}
 	f.store, f.mk, f.cur = st, mk, a
 	f.dig.reset(a.Index, a.Digest, ms.DigestKnown)
 	f.appliedIdx.Store(a.Index)
@@ -325,6 +349,9 @@ func (f *FSM) open() error {
 func (f *FSM) closeStore() error {
 	var errs []error
 	flushed := false
+	if f.entries != nil {
+		f.entries.detach()
+	}
 	if f.store != nil {
 		err := f.store.Close()
 		flushed = err == nil
@@ -422,7 +449,12 @@ func (f *FSM) applyMessages(l *raft.Log) interface{} {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
-	res := &ApplyResult{Appends: f.appendAll(l, appends, f.cfg.Scans.take(l.Data, appends))}
+	var res *ApplyResult
+	if f.entries != nil {
+		res = &ApplyResult{Appends: f.dispatchMessages(l, appends)}
+	} else {
+		res = &ApplyResult{Appends: f.appendAll(l, appends, f.cfg.Scans.take(l.Data, appends))}
+	}
 	f.advance(l, false)
 	return res
 }

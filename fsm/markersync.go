@@ -67,6 +67,17 @@ func (f *FSM) syncApplied(want *storage.Store, floor applied) error {
 		}
 		return fmt.Errorf("flush the commitlog before the marker: %w", err)
 	}
+	if f.entries != nil {
+		// The commitlog holds records the state machine refused (entryapply.go), which a
+		// recovery re-dispatching from it could not tell apart: make the consume queues and
+		// the index durable first, so recovery never re-dispatches below the marker.
+		if err := st.FlushDispatched(); err != nil {
+			if errors.Is(err, storage.ErrIO) {
+				err = fmt.Errorf("%w: %w", errDiskWrite, err)
+			}
+			return fmt.Errorf("flush the consume queues before the marker: %w", err)
+		}
+	}
 	if err := mk.writeSync(markerState{Cur: cur, Floor: floor, DigestKnown: known}); err != nil {
 		if err != errMarkerClosed {
 			err = fmt.Errorf("%w: %w", errDiskWrite, err)

@@ -182,16 +182,27 @@ func (f *FSM) applySchedule(l *raft.Log) interface{} {
 	if !apply {
 		res.Err = ErrScheduleStale
 	} else {
-		if !storeDone && len(d.Records) > 0 {
+		if f.entries != nil && !storeDone {
+			*res = f.dispatchSchedule(l, d, true)
+		} else if !storeDone && len(d.Records) > 0 {
 			out := f.appendAll(l, [][][]byte{d.Records}, nil)[0]
 			res.Results, res.Err = out.Results, out.Err
-			if out.Err != nil {
-				f.log.Error("schedule delivery: the store refused the records; the level's progress moves past them", "index", l.Index, "level", d.Level, "from", d.From, "to", d.To, "error", out.Err)
+		}
+		switch {
+		case errors.Is(res.Err, storage.ErrQueueOffsetStale):
+			// Not delivered, on every replica alike: the progress stays, and the step is
+			// proposed again with fresh queue offsets.
+		case res.Err != nil:
+			f.log.Error("schedule delivery: the store refused the records; the level's progress moves past them", "index", l.Index, "level", d.Level, "from", d.From, "to", d.To, "error", res.Err)
+			fallthrough
+		default:
+			if sa != nil {
+				sa.ApplyDelayOffset(d.Level, d.To)
 			}
 		}
-		if sa != nil {
-			sa.ApplyDelayOffset(d.Level, d.To)
-		}
+	}
+	if !apply && f.entries != nil && !storeDone {
+		f.dispatchSchedule(l, d, false)
 	}
 	if !storeDone {
 		f.advance(l, true)

@@ -1,0 +1,365 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+
+	"rocketraft/message"
+	"rocketraft/storage"
+)
+
+// EntryLog is the Raft log store whose entries live in the state machine's commitlog
+// (Config.EntryLog, dLegerLogStore=commitlog): each entry is written once, as a header record
+// (entryheader.go) followed by the entry's records, where the state machine later makes them
+// visible without copying them. It keeps, in memory, where each index starts; Open rebuilds that
+// from the headers. The FSM owns it and swaps its store on a snapshot restore; Raft's node puts its
+// log cache in front.
+//
+// Truncation: Raft cuts a conflicting uncommitted suffix with DeleteRange(i, last); the store cuts
+// its written tail back to entry i. Compaction (DeleteRange from the first index after a
+// snapshot) keeps the bytes: the commitlog's retention decides when they go, and FirstIndex is
+// the first entry still on disk, so a follower far behind catches up from the log, not a snapshot.
+type EntryLog struct {
+	log      hclog.Logger
+	fileSize int64
+
+	mu    sync.RWMutex
+	store *storage.Store // nil while a restore swaps the store
+	first uint64         // index of slots[0]
+	slots []entrySlot
+}
+
+// entrySlot is where one entry lies in the commitlog.
+type entrySlot struct {
+	pos  int64  // the header record
+	size uint32 // header record and records
+	term uint64
+}
+
+// errNoEntryStore: the store is being replaced (snapshot restore) or closed.
+var errNoEntryStore = errors.New("fsm: raft log unavailable: the store is being replaced")
+
+func newEntryLog(log hclog.Logger, fileSize int64) *EntryLog {
+	return &EntryLog{log: log.Named("entrylog"), fileSize: fileSize}
+}
+
+// FirstIndex is the first entry still in the commitlog (0 when the log is empty).
+func (e *EntryLog) FirstIndex() (uint64, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.dropRetained()
+	if len(e.slots) == 0 {
+		return 0, nil
+	}
+	return e.first, nil
+}
+
+// LastIndex is the last entry written (0 when the log is empty).
+func (e *EntryLog) LastIndex() (uint64, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.lastLocked(), nil
+}
+
+func (e *EntryLog) lastLocked() uint64 {
+	if len(e.slots) == 0 {
+		return 0
+	}
+	return e.first + uint64(len(e.slots)) - 1
+}
+
+// dropRetained forgets entries whose file retention removed. Hold mu for writing.
+func (e *EntryLog) dropRetained() {
+	if e.store == nil {
+		return
+	}
+	min := e.store.CommitLogMinOffset()
+	n := 0
+	for n < len(e.slots) && e.slots[n].pos < min {
+		n++
+	}
+	if n > 0 {
+		e.slots = append(e.slots[:0:0], e.slots[n:]...)
+		e.first += uint64(n)
+	}
+}
+
+// GetLog reads entry index back from the commitlog.
+func (e *EntryLog) GetLog(index uint64, out *raft.Log) error {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.store == nil {
+		return errNoEntryStore
+	}
+	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
+		return raft.ErrLogNotFound
+	}
+	s := e.slots[index-e.first]
+	if s.pos < e.store.CommitLogMinOffset() {
+		return raft.ErrLogNotFound
+	}
+	b, err := e.store.ReadWritten(s.pos, int(s.size))
+	if err != nil {
+		return fmt.Errorf("fsm: read raft entry %d at %d: %w", index, s.pos, err)
+	}
+	h, recs, err := parseEntry(b)
+	if err != nil {
+		return fmt.Errorf("fsm: raft entry %d at %d: %w", index, s.pos, err)
+	}
+	if h.Index != index {
+		return fmt.Errorf("fsm: raft entry at %d is %d, not %d: %w", s.pos, h.Index, index, errBadEntryHeader)
+	}
+	data, err := entryData(h, recs)
+	if err != nil {
+		return fmt.Errorf("fsm: raft entry %d: %w", index, err)
+	}
+	*out = raft.Log{Index: h.Index, Term: h.Term, Type: h.Type, Data: data, Extensions: h.Extensions}
+	if h.AppendedAt != 0 {
+		out.AppendedAt = time.Unix(0, h.AppendedAt)
+	}
+	return nil
+}
+
+// parseEntry splits an entry's bytes into its header and records.
+func parseEntry(b []byte) (*entryHeader, [][]byte, error) {
+	v, err := message.ParseView(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: header record: %w", errBadEntryHeader, err)
+	}
+	if string(v.Topic()) != message.RaftEntryTopic {
+		return nil, nil, fmt.Errorf("%w: a record of topic %q where an entry header belongs", errBadEntryHeader, v.Topic())
+	}
+	h, err := decodeEntryHeader(v.Body())
+	if err != nil {
+		return nil, nil, err
+	}
+	rest := b[v.Size():]
+	if len(rest) != h.RecordsLen {
+		return nil, nil, fmt.Errorf("%w: %d bytes of records, header says %d", errBadEntryHeader, len(rest), h.RecordsLen)
+	}
+	recs, err := splitRecords(rest, h.Records)
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, recs, nil
+}
+
+// StoreLog stores one entry.
+func (e *EntryLog) StoreLog(l *raft.Log) error { return e.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs writes the entries into the commitlog and syncs them before returning.
+func (e *EntryLog) StoreLogs(logs []*raft.Log) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.store == nil {
+		return errNoEntryStore
+	}
+	for _, l := range logs {
+		if err := e.storeLocked(l); err != nil {
+			return err
+		}
+	}
+	if err := e.store.SyncWritten(); err != nil {
+		return fmt.Errorf("fsm: sync raft entries %d-%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+	}
+	return nil
+}
+
+func (e *EntryLog) storeLocked(l *raft.Log) error {
+	last := e.lastLocked()
+	switch {
+	case len(e.slots) == 0:
+		e.first = l.Index
+	case l.Index == last+1:
+	case l.Index > last+1:
+		// After a snapshot install the log resumes past entries this store never held.
+		e.log.Info("raft log resumes after a gap", "last", last, "next", l.Index)
+		e.slots, e.first = e.slots[:0], l.Index
+	default:
+		return fmt.Errorf("fsm: store raft entry %d: the log ends at %d (Raft deletes a suffix before rewriting it)", l.Index, last)
+	}
+	p := splitEntry(l)
+	pos, end, err := e.write(&p)
+	if err != nil && p.hdr.Form != formOpaque && errors.Is(err, storage.ErrMessageIllegal) {
+		// Records the store refuses (every replica refuses them alike): keep the entry whole
+		// in its header; the state machine refuses its appends when it applies it.
+		e.log.Warn("raft entry's records refused by the store; keeping the entry whole in its header", "index", l.Index, "error", err)
+		p = entryParts{hdr: p.hdr}
+		p.hdr.Form, p.hdr.Records, p.hdr.RecordsLen, p.hdr.RecordsCRC, p.hdr.Payload = formOpaque, 0, 0, 0, l.Data
+		pos, end, err = e.write(&p)
+	}
+	if err != nil {
+		return fmt.Errorf("fsm: store raft entry %d: %w", l.Index, err)
+	}
+	e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(end - pos), term: l.Term})
+	return nil
+}
+
+func (e *EntryLog) write(p *entryParts) (pos, end int64, err error) {
+	hdr, err := headerRecord(&p.hdr)
+	if err != nil {
+		return 0, 0, fmt.Errorf("encode header: %w: %w", storage.ErrMessageIllegal, err)
+	}
+	recs := make([][]byte, 0, 1+len(p.recs))
+	recs = append(recs, hdr)
+	recs = append(recs, p.recs...)
+	return e.store.WriteEntry(recs)
+}
+
+// DeleteRange removes entries min..max. A range that starts past the state machine's applied
+// bytes is a conflicting suffix: the commitlog is cut back to entry min. A range that starts at
+// or below them is compaction after a snapshot, which the commitlog's retention does instead.
+func (e *EntryLog) DeleteRange(min, max uint64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.store == nil {
+		return errNoEntryStore
+	}
+	last := e.lastLocked()
+	if len(e.slots) == 0 || max < e.first || min > last {
+		return nil
+	}
+	if min < e.first || max < last {
+		return nil // compaction
+	}
+	s := e.slots[min-e.first]
+	if s.pos < e.store.CommitLogMaxOffset() {
+		return nil // compaction of applied entries
+	}
+	if err := e.store.TruncateWritten(s.pos); err != nil {
+		return fmt.Errorf("fsm: cut raft log back to entry %d at %d: %w", min, s.pos, err)
+	}
+	e.log.Info("raft log suffix cut", "from", min, "to", last, "at", s.pos)
+	e.slots = e.slots[:min-e.first]
+	return nil
+}
+
+// entryEnd is where entry index ends in the commitlog.
+func (e *EntryLog) entryEnd(index uint64) (int64, *entryHeader, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.store == nil {
+		return 0, nil, errNoEntryStore
+	}
+	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
+		return 0, nil, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
+	}
+	s := e.slots[index-e.first]
+	b, err := e.store.ReadWritten(s.pos, int(min(s.size, 4096)))
+	if err != nil {
+		return 0, nil, fmt.Errorf("fsm: read raft entry %d header: %w", index, err)
+	}
+	v, err := message.ParseView(b)
+	if err != nil {
+		if b, err = e.store.ReadWritten(s.pos, int(s.size)); err == nil {
+			v, err = message.ParseView(b)
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("fsm: raft entry %d header: %w", index, err)
+		}
+	}
+	h, err := decodeEntryHeader(v.Body())
+	if err != nil {
+		return 0, nil, fmt.Errorf("fsm: raft entry %d: %w", index, err)
+	}
+	return s.pos + int64(s.size), h, nil
+}
+
+// detach takes the store away for a restore; attach gives the new one back and rebuilds.
+func (e *EntryLog) detach() {
+	e.mu.Lock()
+	e.store, e.slots, e.first = nil, nil, 0
+	e.mu.Unlock()
+}
+
+// attach scans the commitlog's entry headers from its first byte to the written end and
+// rebuilds the index -> position map. Entries past the applied bytes are checked in full (their
+// records' checksum); the first that is torn or does not follow its predecessor ends the log, and
+// the commitlog is cut there.
+func (e *EntryLog) attach(st *storage.Store) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.store, e.slots, e.first = st, nil, 0
+	start := time.Now()
+	pos, end, applied := st.CommitLogMinOffset(), st.WrittenEnd(), st.CommitLogMaxOffset()
+	cut := func(at int64, why error) error {
+		if at < applied {
+			return fmt.Errorf("fsm: the commitlog's raft entries are damaged at %d, below the applied end %d: %w", at, applied, why)
+		}
+		e.log.Warn("raft log ends at a torn or foreign entry; cutting it", "at", at, "writtenEnd", end, "reason", why)
+		if err := st.TruncateWritten(at); err != nil {
+			return fmt.Errorf("fsm: cut the torn raft log tail at %d: %w", at, err)
+		}
+		return nil
+	}
+	for pos < end {
+		head, err := st.ReadWritten(pos, int(min(end-pos, 512)))
+		if err != nil {
+			return fmt.Errorf("fsm: scan raft entries at %d: %w", pos, err)
+		}
+		if len(head) >= 8 && binary.BigEndian.Uint32(head[4:]) == message.BlankMagicCode {
+			pos = pos - pos%e.fileSize + e.fileSize
+			continue
+		}
+		if len(head) < 8 {
+			return cut(pos, fmt.Errorf("%d bytes left", len(head)))
+		}
+		hsize := int64(int32(binary.BigEndian.Uint32(head)))
+		if hsize < message.MinRecordSize || pos+hsize > end {
+			return cut(pos, fmt.Errorf("header record size %d", hsize))
+		}
+		if hsize > int64(len(head)) {
+			if head, err = st.ReadWritten(pos, int(hsize)); err != nil {
+				return fmt.Errorf("fsm: scan raft entries at %d: %w", pos, err)
+			}
+		}
+		v, err := message.ParseView(head[:hsize])
+		if err != nil || string(v.Topic()) != message.RaftEntryTopic {
+			return cut(pos, fmt.Errorf("not an entry header record: %v", err))
+		}
+		h, err := decodeEntryHeader(v.Body())
+		if err != nil {
+			return cut(pos, err)
+		}
+		size := hsize + int64(h.RecordsLen)
+		if pos+size > end {
+			return cut(pos, fmt.Errorf("entry %d's records end at %d, past the written end", h.Index, pos+size))
+		}
+		if pos >= applied && h.Records > 0 {
+			b, err := st.ReadWritten(pos+hsize, h.RecordsLen)
+			if err != nil {
+				return fmt.Errorf("fsm: scan raft entry %d: %w", h.Index, err)
+			}
+			recs, err := splitRecords(b, h.Records)
+			if err == nil && recordsCRC(recs) != h.RecordsCRC {
+				err = fmt.Errorf("entry %d's records do not match their checksum", h.Index)
+			}
+			if err != nil {
+				return cut(pos, err)
+			}
+		}
+		if last := e.lastLocked(); len(e.slots) > 0 && h.Index != last+1 {
+			if h.Index <= last {
+				return cut(pos, fmt.Errorf("entry %d follows entry %d", h.Index, last))
+			}
+			e.slots = e.slots[:0] // the log resumed after a snapshot install (storeLocked)
+		}
+		if len(e.slots) == 0 {
+			e.first = h.Index
+		}
+		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size), term: h.Term})
+		pos += size
+	}
+	e.log.Info("raft log read from the commitlog", "first", e.first, "last", e.lastLocked(), "entries", len(e.slots),
+		"bytes", end-st.CommitLogMinOffset(), "took", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// Close does nothing: the FSM owns the store.
+func (e *EntryLog) Close() error { return nil }
