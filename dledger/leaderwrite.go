@@ -43,12 +43,12 @@ import (
 type syncTracker struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	deferred bool               // a leader's StoreLogs is running: Sync only records
-	dirty    map[*syncFile]bool // files written since their last fsync
-	written  uint64             // highest index written (durable or not)
-	durable  atomic.Uint64      // every index <= durable is fsynced
-	syncing  bool               // a background fsync round is running
-	err      error              // the first failed fsync: the log is no longer trustworthy
+	deferred bool            // a leader's StoreLogs is running: Sync only records
+	dirty    map[syncer]bool // files written since their last fsync
+	written  uint64          // highest index written (durable or not)
+	durable  atomic.Uint64   // every index <= durable is fsynced
+	syncing  bool            // a background fsync round is running
+	err      error           // the first failed fsync: the log is no longer trustworthy
 	closed   bool
 	kick     chan struct{}
 	done     chan struct{}
@@ -63,7 +63,7 @@ func newSyncTracker(base types.VFS) *syncTracker {
 	if base == nil {
 		base = walfs.New()
 	}
-	t := &syncTracker{dirty: map[*syncFile]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{}), base: base}
+	t := &syncTracker{dirty: map[syncer]bool{}, kick: make(chan struct{}, 1), done: make(chan struct{}), base: base}
 	t.ring, _ = uring.Shared() // nil where io_uring is missing: fsync directly (Node.Open logs it)
 	t.cond = sync.NewCond(&t.mu)
 	go t.run()
@@ -80,7 +80,7 @@ func (t *syncTracker) run() {
 			continue
 		}
 		files, target := t.dirty, t.written
-		t.dirty = map[*syncFile]bool{}
+		t.dirty = map[syncer]bool{}
 		t.syncing = true
 		t.mu.Unlock()
 
@@ -116,7 +116,7 @@ func (t *syncTracker) poke() {
 
 // deferSync reports whether a Sync on f should be left to the background goroutine, recording f
 // as dirty if so.
-func (t *syncTracker) deferSync(f *syncFile) bool {
+func (t *syncTracker) deferSync(f syncer) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.deferred {
@@ -189,6 +189,23 @@ func (t *syncTracker) close() error {
 	<-t.done
 	return err
 }
+
+// syncer is what the background goroutine fsyncs: a raft-wal file (syncFile) or a log store that
+// writes without syncing on request (unsyncedStore).
+type syncer interface{ syncNow() error }
+
+// unsyncedStore is a log store that can leave a write's fsync for later (the state machine's
+// commitlog, fsm.EntryLog): the leader writes its copy with StoreLogsUnsynced and the background
+// goroutine calls SyncLogs.
+type unsyncedStore interface {
+	StoreLogsUnsynced(logs []*raft.Log) error
+	SyncLogs() error
+}
+
+// storeSyncer syncs an unsyncedStore for the tracker.
+type storeSyncer struct{ s unsyncedStore }
+
+func (s storeSyncer) syncNow() error { return s.s.SyncLogs() }
 
 // syncVFS is raft-wal's file system with Sync left to the tracker while a leader's write runs.
 type syncVFS struct {
@@ -353,11 +370,19 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 	}
 	t.deferred = true
 	t.mu.Unlock()
-	err := l.LogStore.StoreLogs(logs)
+	var err error
+	if u, ok := l.LogStore.(unsyncedStore); ok {
+		err = u.StoreLogsUnsynced(logs)
+	} else {
+		err = l.LogStore.StoreLogs(logs)
+	}
 	t.mu.Lock()
 	t.deferred = false
 	if err == nil {
 		t.written = last
+		if u, ok := l.LogStore.(unsyncedStore); ok {
+			t.dirty[storeSyncer{u}] = true
+		}
 	}
 	t.mu.Unlock()
 	t.poke()

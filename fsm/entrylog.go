@@ -29,6 +29,7 @@ type EntryLog struct {
 	log      hclog.Logger
 	fileSize int64
 
+	swap  sync.RWMutex // held by SyncLogs (read) and detach (write)
 	mu    sync.RWMutex
 	store *storage.Store // nil while a restore swaps the store
 	first uint64         // index of slots[0]
@@ -155,6 +156,19 @@ func (e *EntryLog) StoreLog(l *raft.Log) error { return e.StoreLogs([]*raft.Log{
 
 // StoreLogs writes the entries into the commitlog and syncs them before returning.
 func (e *EntryLog) StoreLogs(logs []*raft.Log) error {
+	if err := e.StoreLogsUnsynced(logs); err != nil {
+		return err
+	}
+	if err := e.SyncLogs(); err != nil {
+		return fmt.Errorf("fsm: sync raft entries %d-%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
+	}
+	return nil
+}
+
+// StoreLogsUnsynced writes the entries as StoreLogs does and leaves them unsynced: the leader's
+// node writes its own copy so and syncs it (SyncLogs) while the followers write theirs
+// (dledger/leaderwrite.go), never acknowledging an entry before its copy is durable.
+func (e *EntryLog) StoreLogsUnsynced(logs []*raft.Log) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.store == nil {
@@ -165,10 +179,22 @@ func (e *EntryLog) StoreLogs(logs []*raft.Log) error {
 			return err
 		}
 	}
-	if err := e.store.SyncWritten(); err != nil {
-		return fmt.Errorf("fsm: sync raft entries %d-%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
-	}
 	return nil
+}
+
+// SyncLogs makes every entry written so far durable. It runs beside writes (the leader's next
+// batch goes on while this one is synced) but not beside a store swap: a store a restore
+// replaced has nothing left worth syncing.
+func (e *EntryLog) SyncLogs() error {
+	e.swap.RLock()
+	defer e.swap.RUnlock()
+	e.mu.RLock()
+	st := e.store
+	e.mu.RUnlock()
+	if st == nil {
+		return nil
+	}
+	return st.SyncWritten()
 }
 
 func (e *EntryLog) storeLocked(l *raft.Log) error {
@@ -273,9 +299,11 @@ func (e *EntryLog) entryEnd(index uint64) (int64, *entryHeader, error) {
 
 // detach takes the store away for a restore; attach gives the new one back and rebuilds.
 func (e *EntryLog) detach() {
+	e.swap.Lock()
 	e.mu.Lock()
 	e.store, e.slots, e.first = nil, nil, 0
 	e.mu.Unlock()
+	e.swap.Unlock()
 }
 
 // attach scans the commitlog's entry headers from its first byte to the written end and
