@@ -509,8 +509,20 @@ func (d durations) String() string {
 // every duplicate explained, offsets dense, identical replicas.
 func TestChaosLeaderKillLoop(t *testing.T) {
 	t.Parallel()
+	chaosLeaderKillLoop(t, map[string]string{})
+}
+
+// TestChaosLeaderKillLoopCommitLogStore is the kill loop with the Raft log in the commitlog
+// (dLegerLogStore=commitlog, fsm/entrylog.go): a leader killed with entries written but not
+// committed, or committed but not applied, restarts with them in its commitlog, and the new
+// leader's log decides which stay.
+func TestChaosLeaderKillLoopCommitLogStore(t *testing.T) {
+	t.Parallel()
+	chaosLeaderKillLoop(t, map[string]string{"dLegerLogStore": "commitlog"})
+}
+
+func chaosLeaderKillLoop(t *testing.T, extra map[string]string) {
 	cp := chaosParamsFromEnv(t)
-	extra := map[string]string{}
 	if cp.heartbeatMs > 0 {
 		extra["dLegerHeartbeatTimeoutMs"] = strconv.Itoa(cp.heartbeatMs)
 		extra["dLegerElectionTimeoutMs"] = strconv.Itoa(cp.heartbeatMs)

@@ -69,6 +69,11 @@ func newRaftBroker(t testing.TB, g *raftGroup) (*broker, string) {
 	b.props["storePathRootDir"] = b.storeRoot
 	b.props["listenPort"] = strconv.Itoa(b.port)
 	b.props["dLegerGroup"] = g.name
+	if store := os.Getenv("RR_LOG_STORE"); store != "" {
+		// make integration/chaos/faults LOG_STORE=commitlog: the whole suite on another Raft
+		// log store (a test's own withProp still wins).
+		b.props["dLegerLogStore"] = store
+	}
 	return b, dir
 }
 

@@ -22,8 +22,22 @@ import (
 // and after a clean stop the nodes' commitlog files are byte-identical over their common prefix.
 func TestRaftGroupLeaderKill(t *testing.T) {
 	t.Parallel()
+	raftGroupLeaderKill(t)
+}
+
+// TestRaftGroupLeaderKillCommitLogStore is TestRaftGroupLeaderKill with the Raft log in the
+// commitlog (dLegerLogStore=commitlog: each entry written once, fsm/entrylog.go): the killed
+// leader's unapplied tail is cut or kept by the new leader's log, the queue offsets the leader
+// stamped are the ones acknowledged, and the replicas' commitlogs, entry headers included, are
+// byte-identical.
+func TestRaftGroupLeaderKillCommitLogStore(t *testing.T) {
+	t.Parallel()
+	raftGroupLeaderKill(t, withProp("dLegerLogStore", "commitlog"))
+}
+
+func raftGroupLeaderKill(t *testing.T, opts ...brokerOpt) {
 	ns := startNamesrv(t)
-	g := startRaftGroup(t, ns, 3)
+	g := startRaftGroup(t, ns, 3, opts...)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("RaftKill")
 
