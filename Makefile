@@ -53,8 +53,11 @@ vet:
 unit:
 	$(GO) test -race -count=1 -timeout 5m $(UNIT_PKGS)
 
+# LOG_STORE (wal, bolt or commitlog) runs the integration, chaos and fault suites with every
+# DLedger node on that Raft log store (tests that choose their own keep theirs).
+LOG_STORE ?=
 integration: build
-	RR_BIN_DIR=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 12m ./integration/
+	RR_BIN_DIR=$(CURDIR)/$(BIN) RR_LOG_STORE=$(LOG_STORE) $(GO) test -count=1 -timeout 12m ./integration/
 
 # test is what CI runs: build everything, vet, gofmt, race-enabled unit tests
 # (fuzz targets run over their seed corpus), then the real-process integration
@@ -127,7 +130,7 @@ CHAOS_PROXY_KILLS   ?= 10
 CHAOS_PROXY4_KILLS  ?= 20
 chaos: build
 	@out=$$(mktemp); \
-	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
+	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_LOG_STORE=$(LOG_STORE) RR_CHAOS_KILLS=$(CHAOS_KILLS) RR_CHAOS_INTERVAL=$(CHAOS_INTERVAL) \
 	  RR_CHAOS_RESTART_DELAY=$(CHAOS_RESTART_DELAY) RR_CHAOS_PRODUCERS=$(CHAOS_PRODUCERS) \
 	  RR_CHAOS_DISK_BUSY=$(CHAOS_DISK_BUSY) RR_NEWNODE_MB=$(NEWNODE_MB) RR_CHAOS_DELAY_KILLS=$(CHAOS_DELAY_KILLS) \
 	  RR_CHAOS_TXN_ROUNDS=$(CHAOS_TXN_ROUNDS) RR_PAUSES=$(CHAOS_PAUSES) RR_POWERLOSS_ROUNDS=$(CHAOS_POWERLOSS) \
@@ -166,7 +169,7 @@ FAULTS_MORE     ?= |TestChaosPowerLoss|TestChaosDiskFaults|TestDiskFaultStableSt
 FAULTS_ENV      ?= RR_POWERLOSS_ROUNDS=10 RR_POWERLOSS_SINGLE=3 RR_DISKFAULTS=10 RR_FOLLOWER_CUTS=60 RR_CLUSTER_FAULTS=10
 faults: build
 	@out=$$(mktemp); \
-	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_FAULTS_EACH=$(FAULTS_EACH) RR_FAULTS_COMPOSED=$(FAULTS_COMPOSED) \
+	( RR_BIN_DIR=$(CURDIR)/$(BIN) RR_LOG_STORE=$(LOG_STORE) RR_FAULTS_EACH=$(FAULTS_EACH) RR_FAULTS_COMPOSED=$(FAULTS_COMPOSED) \
 	  RR_FAULTS_HOLD=$(FAULTS_HOLD) RR_FAULTS_GAP=$(FAULTS_GAP) RR_FAULTS_DUP_PCT=$(FAULTS_DUP_PCT) $(FAULTS_ENV) \
 	  $(GO) test -count=1 -parallel 1 -timeout 6h -v -run '^(TestFaultLab$(FAULTS_MORE))$$' ./integration/; echo $$? >$$out.rc ) 2>&1 | tee $$out; \
 	echo; echo "==== fault lab figures ===="; \
