@@ -154,8 +154,16 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 	rg := &raftGroup{fsm: f, node: node, scans: scans, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	go rg.proposeDigestChecks(logger)
+	maxBytes := int(cfg.DLegerBatchMaxBytes)
+	if entryLog {
+		// An entry lies whole in one commitlog file (fsm/entrylog.go): batch at most half a file.
+		if maxBytes <= 0 {
+			maxBytes = dledger.DefaultBatchMaxBytes
+		}
+		maxBytes = min(maxBytes, int(sc.MappedFileSizeCommitLog/2))
+	}
 	rg.batcher = dledger.NewBatcher(node, appendCodec(scans), dledger.BatchOptions{
-		MaxBytes:    int(cfg.DLegerBatchMaxBytes),
+		MaxBytes:    maxBytes,
 		MaxItems:    int(cfg.DLegerBatchMaxItems),
 		MaxInFlight: int(cfg.DLegerBatchMaxInFlight),
 		Linger:      cfg.DLegerBatchLinger(),
