@@ -379,7 +379,7 @@ func (b *Batcher[T, R]) send(batch []*pending[T, R]) {
 	b.nBytes.Add(uint64(len(data)))
 	b.inflight.Add(1)
 	b.entries.Add(1)
-	f := b.node.raft.Apply(data, applyEnqueueTimeout)
+	f := b.node.propose(data, applyEnqueueTimeout)
 	go func() {
 		defer func() {
 			b.inflight.Add(-1)

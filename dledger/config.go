@@ -200,8 +200,15 @@ func (c *Config) validate() error {
 	}
 	switch c.LogStore {
 	case LogStoreWAL, LogStoreBolt:
+	case LogStoreCommitLog:
+		if c.EntryLog == nil {
+			return keyErr("dLegerLogStore", "%q needs the state machine's entry log (Config.EntryLog)", c.LogStore)
+		}
+		if c.Sequencer == nil {
+			return keyErr("dLegerLogStore", "%q needs a Sequencer (Config.Sequencer) to stamp queue offsets", c.LogStore)
+		}
 	default:
-		return keyErr("dLegerLogStore", "%q is not %q or %q", c.LogStore, LogStoreWAL, LogStoreBolt)
+		return keyErr("dLegerLogStore", "%q is not %q, %q or %q", c.LogStore, LogStoreWAL, LogStoreBolt, LogStoreCommitLog)
 	}
 	if c.PeerSecret != nil && len(c.PeerSecret) < peerauth.MinSecret {
 		return keyErr("peerSecret", "has %d bytes, at least %d are needed", len(c.PeerSecret), peerauth.MinSecret)

@@ -16,6 +16,12 @@
 //   - log store: hashicorp/raft-wal (default) or raft-boltdb/v2, behind an in-memory cache of the
 //     newest entries (logCache: 512 entries and 8 MiB, see there why so small), fsync on. Chosen by measurement, see below. raft-wal v0.4.1, not v0.4.0: v0.4.0
 //     could not reopen a log whose tail Raft had truncated (hashicorp/raft-wal#31).
+//     With LogStore=commitlog the log store is the state machine's own commitlog (Config.EntryLog,
+//     opened and closed by the state machine) behind the same cache, written serially: each
+//     StoreLogs is durable when it returns, so the leader does not write in parallel (below). It
+//     requires Config.Sequencer, with which the leader stamps each entry's queue offsets in log
+//     order as it proposes it (propose.go), since every replica writes those bytes before the
+//     entry commits.
 //   - snapshots: raft.FileSnapshotStore, two retained, stored as the state machine persists them;
 //     with a SnapshotExpander (fsm.FSM, whose snapshots name store files instead of holding them)
 //     every Open gets the expanded stream and its size (snapshots.go).
@@ -28,6 +34,7 @@
 //	raft-stable.db   bbolt: current term, last vote
 //	raft-wal/        raft-wal segments and wal-meta.db   (LogStore=wal)
 //	raft-log.db      bbolt log                          (LogStore=bolt)
+//	                 (LogStore=commitlog: none here, the log is the state machine's commitlog)
 //	snapshots/       <term>-<index>-<ms>/{meta.json,state.bin}
 //
 // Open refuses a DataDir holding the other log store kind, which would otherwise read as an empty
@@ -133,5 +140,9 @@
 // Batcher.mu guards its queue and is a leaf: nothing else is locked or awaited while it is held.
 // syncTracker.mu is a leaf too; its waits (drain, awaitDurable) wait for the background fsync
 // goroutine, which takes no other lock.
-// Node holds no locks of its own; hashicorp/raft's are internal to it.
+// Node.proposeMu (propose.go) is held around a Sequencer's Stamp and raft.Apply's hand-off, so
+// entries reach the log in the order they were stamped. Under it Stamp may wait for a barrier
+// and read the applied state (fsm.Sequencer takes the state machine's lock to load a counter),
+// so the state machine must never propose, or wait for a proposal, while it applies. Without a
+// Sequencer Node holds no locks of its own; hashicorp/raft's are internal to it.
 package dledger

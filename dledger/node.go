@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,8 @@ type Node struct {
 	// behindCandidateTerm is the highest term in which a candidate asked for this node's vote
 	// with a log behind this node's (liveness.go).
 	behindCandidateTerm atomic.Uint64
+	// proposeMu orders Config.Sequencer's stamps with Raft's hand-offs (propose.go).
+	proposeMu sync.Mutex
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -93,7 +96,12 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 			cfg.Logger.Info("raft log fsyncs run directly, holding a Go processor while they wait", "reason", err)
 		}
 	}
-	if logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, tracker, cfg.Logger); err != nil {
+	if cfg.LogStore == LogStoreCommitLog {
+		logs, n.logs, err = openEntryLog(cfg.DataDir, cfg.EntryLog, cfg.LogCacheSize, cfg.LogCacheBytes)
+	} else {
+		logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, tracker, cfg.Logger)
+	}
+	if err != nil {
 		if tracker != nil {
 			tracker.close()
 		}
@@ -169,6 +177,27 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	return n, nil
 }
 
+// openEntryLog puts the state machine's entry log (LogStoreCommitLog) behind the log cache like
+// openLogStore's stores, refusing a DataDir that holds another log store's files. The entry log
+// is the state machine's to close: the closer returned does nothing. Its StoreLogs is durable
+// when it returns, so no syncTracker defers its fsyncs.
+func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int) (raft.LogStore, io.Closer, error) {
+	for _, other := range []string{walDir, boltLogFile} {
+		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
+			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", LogStoreCommitLog, dir, other)
+		}
+	}
+	keep := closerFunc(func() error { return nil })
+	if cacheSize < 0 {
+		return entries, keep, nil
+	}
+	cached, err := newLogCache(entries, cacheSize, cacheBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cached, keep, nil
+}
+
 func (n *Node) raftConfig() *raft.Config {
 	c := raft.DefaultConfig()
 	c.LocalID = raft.ServerID(n.cfg.SelfID)
@@ -203,9 +232,10 @@ func bootstrapConfiguration(peers []Peer) raft.Configuration {
 // Apply appends data as one Raft entry and returns the FSM's response once the entry is committed
 // and applied on this node. If the FSM's response is an error, Apply returns it as the error. Not
 // leader: a *NotLeaderError (errors.Is ErrNotLeader). If ctx ends first Apply returns ctx.Err(),
-// but the entry may still commit.
+// but the entry may still commit. With Config.Sequencer, data is stamped in place first
+// (propose.go).
 func (n *Node) Apply(ctx context.Context, data []byte) (any, error) {
-	f := n.raft.Apply(data, enqueueTimeout(ctx))
+	f := n.propose(data, enqueueTimeout(ctx))
 	if err := wait(ctx, f); err != nil {
 		return nil, n.translate(err)
 	}
