@@ -90,14 +90,14 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		logs    raft.LogStore
 		tracker *syncTracker // raft-wal: writes deferred once it follows Raft (leaderwrite.go)
 	)
-	if cfg.LogStore == LogStoreWAL {
+	if cfg.LogStore == LogStoreWAL || cfg.LogStore == LogStoreCommitLog {
 		tracker = newSyncTracker(cfg.walVFS)
 		if _, err := uring.Shared(); err != nil {
 			cfg.Logger.Info("raft log fsyncs run directly, holding a Go processor while they wait", "reason", err)
 		}
 	}
 	if cfg.LogStore == LogStoreCommitLog {
-		logs, n.logs, err = openEntryLog(cfg.DataDir, cfg.EntryLog, cfg.LogCacheSize, cfg.LogCacheBytes)
+		logs, n.logs, err = openEntryLog(cfg.DataDir, cfg.EntryLog, cfg.LogCacheSize, cfg.LogCacheBytes, tracker)
 	} else {
 		logs, n.logs, err = openLogStore(cfg.DataDir, cfg.LogStore, cfg.LogCacheSize, cfg.LogCacheBytes, cfg.WALSegmentSize, tracker, cfg.Logger)
 	}
@@ -179,23 +179,32 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 
 // openEntryLog puts the state machine's entry log (LogStoreCommitLog) behind the log cache like
 // openLogStore's stores, refusing a DataDir that holds another log store's files. The entry log
-// is the state machine's to close: the closer returned does nothing. Its StoreLogs is durable
-// when it returns, so no syncTracker defers its fsyncs.
-func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int) (raft.LogStore, io.Closer, error) {
+// is the state machine's to close: the closer returned only stops t. With t, the leader writes its
+// copy unsynced and t syncs it in the background (leaderwrite.go), as with raft-wal.
+func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int, t *syncTracker) (raft.LogStore, io.Closer, error) {
 	for _, other := range []string{walDir, boltLogFile} {
 		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
 			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", LogStoreCommitLog, dir, other)
 		}
 	}
-	keep := closerFunc(func() error { return nil })
-	if cacheSize < 0 {
-		return entries, keep, nil
+	store := entries
+	var c io.Closer = closerFunc(func() error { return nil })
+	if t != nil {
+		ll, err := newLeaderLog(entries, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		store, c = ll, closerFunc(t.close)
 	}
-	cached, err := newLogCache(entries, cacheSize, cacheBytes)
+	if cacheSize < 0 {
+		return store, c, nil
+	}
+	cached, err := newLogCache(store, cacheSize, cacheBytes)
 	if err != nil {
+		c.Close()
 		return nil, nil, err
 	}
-	return cached, keep, nil
+	return cached, c, nil
 }
 
 func (n *Node) raftConfig() *raft.Config {

@@ -220,6 +220,8 @@ func New(cfg Config) (*FSM, error) {
 	if cfg.EntryLog {
 		f.entries = newEntryLog(f.log, sc.MappedFileSizeCommitLog)
 		f.seq = NewSequencer(f.nextQueueOffset)
+		// room for the entry header record and the end-of-file marker
+		f.seq.maxEntry = int(sc.MappedFileSizeCommitLog) - 4096
 	}
 	if err := f.fs.MkdirAll(dataDir); err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)

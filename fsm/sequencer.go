@@ -25,6 +25,9 @@ import (
 // called from any goroutine at any time.
 type Sequencer struct {
 	next func(topic string, queueID int32) int64
+	// maxEntry, when set, is the largest entry Stamp lets through: an entry lies whole in one
+	// commitlog file (the FSM sets it from mappedFileSizeCommitLog).
+	maxEntry int
 
 	// invalid is set when the counters cannot be trusted (Lost, Invalidate, and at start); the
 	// next Stamp reloads them after a barrier.
@@ -76,6 +79,9 @@ func (s *Sequencer) Invalidate() { s.invalid.Store(true) }
 func (s *Sequencer) Stamp(data []byte, term uint64, barrier func() error) error {
 	if len(data) == 0 {
 		return fmt.Errorf("%w: empty entry", ErrMalformedEntry)
+	}
+	if s.maxEntry > 0 && len(data) > s.maxEntry {
+		return fmt.Errorf("fsm: a raft entry of %d bytes does not fit a commitlog file with dLegerLogStore=commitlog (at most %d: raise mappedFileSizeCommitLog)", len(data), s.maxEntry)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,6 +136,9 @@ func (s *Sequencer) stampAppend(recs []byte, n int) {
 		views = append(views, v)
 	}
 	for _, v := range views {
+		// The store sets PHYSICALOFFSET where it writes the record; the entry carries 0, so that
+		// Raft reads back from the commitlog exactly the entry it stored (entryheader.go).
+		v.SetPhysicalOffset(0)
 		if !message.IsDispatchable(v.SysFlag()) {
 			v.SetQueueOffset(0)
 			continue
