@@ -46,7 +46,8 @@ type plan struct {
 // Append neither modifies nor retains records.
 //
 // Errors: ErrMessageIllegal (nothing appended), ErrDiskFull, ErrStoreClosed, ErrIO (a sync
-// failed: this append may or may not be durable and later writes are refused).
+// failed: this append may or may not be durable and later writes are refused), ErrEntryLog (the
+// store is in EntryLog mode: WriteEntry and DispatchWritten write it; so for every variant).
 func (s *Store) Append(ctx context.Context, records [][]byte) ([]AppendResult, error) {
 	return s.append(ctx, records, nil, true)
 }
@@ -78,12 +79,13 @@ func (s *Store) AppendReplicated(records [][]byte) ([]AppendResult, error) {
 	return out[0].Results, out[0].Err
 }
 
-// BatchOutcome is what AppendReplicatedBatch did with one of its appends.
+// BatchOutcome is what AppendReplicatedBatch (or DispatchWritten) did with one of its appends.
 type BatchOutcome struct {
-	// Results has one entry per record of a stored append.
+	// Results has one entry per record of a stored (dispatched) append.
 	Results []AppendResult
-	// Err, when set, wraps ErrMessageIllegal: the append was refused and nothing of it stored
-	// (every replica refuses it alike).
+	// Err, when set, wraps ErrMessageIllegal (AppendReplicatedBatch) or ErrQueueOffsetStale
+	// (DispatchWritten): the append was refused and nothing of it stored or dispatched (every
+	// replica refuses it alike).
 	Err error
 }
 
@@ -106,6 +108,9 @@ func (s *Store) AppendReplicatedBatch(appends [][][]byte) ([]BatchOutcome, error
 // AppendScanned uses it. The state machine passes them for the entries its own node proposed
 // (fsm.LeaderScans); every other apply reads the records, with the same outcome.
 func (s *Store) AppendReplicatedBatchScanned(appends [][][]byte, scans [][]Scanned) ([]BatchOutcome, error) {
+	if err := s.notEntryLog("append"); err != nil {
+		return nil, err
+	}
 	gs := make([]group, len(appends))
 	for i, recs := range appends {
 		gs[i].idx = i
@@ -128,6 +133,9 @@ func (s *Store) AppendReplicatedBatchScanned(appends [][][]byte, scans [][]Scann
 
 // append is Append and AppendScanned (checkRatio true) and AppendReplicated (false).
 func (s *Store) append(ctx context.Context, records [][]byte, scans []Scanned, checkRatio bool) ([]AppendResult, error) {
+	if err := s.notEntryLog("append"); err != nil {
+		return nil, err
+	}
 	gs := []group{{}}
 	g := &gs[0]
 	if g.prepare(s, records, scans); g.err != nil {

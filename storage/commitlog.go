@@ -14,18 +14,34 @@ import (
 type commitLog struct {
 	segs *segmentList
 	size int64
-	// writePos is the end of appended data; bytes before it are complete records.
+	// entryLog: the commitlog is the Raft log (Config.EntryLog), written ahead of writePos.
+	entryLog bool
+	// writePos is the end of appended data; bytes before it are complete records. In EntryLog
+	// mode it is the dispatched end, which every reader is bounded by.
 	writePos atomic.Int64
-	// flushed is the end of data known durable.
+	// flushed is the end of data known durable (never past writePos in EntryLog mode).
 	flushed atomic.Int64
+	// written is, in EntryLog mode, the end of what WriteEntry wrote (>= writePos); the bytes
+	// between writePos and written are whole records and blank markers nobody reads yet.
+	written atomic.Int64
+	// synced is, in EntryLog mode, the end of the written bytes known durable (<= written).
+	synced atomic.Int64
 }
 
-func openCommitLog(fsys vfs.FS, dir string, size int64) (*commitLog, error) {
+func openCommitLog(fsys vfs.FS, dir string, size int64, entryLog bool) (*commitLog, error) {
 	segs, err := openSegmentList(fsys, dir, size)
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
-	return &commitLog{segs: segs, size: size}, nil
+	return &commitLog{segs: segs, size: size, entryLog: entryLog}, nil
+}
+
+// appendEnd is where the next write goes: the written end in EntryLog mode, else writePos.
+func (c *commitLog) appendEnd() int64 {
+	if c.entryLog {
+		return c.written.Load()
+	}
+	return c.writePos.Load()
 }
 
 // minOffset is the start of the oldest segment (0 when empty).
@@ -40,7 +56,7 @@ func (c *commitLog) minOffset() int64 {
 
 // needsRoll reports whether n bytes no longer fit the current segment.
 func (c *commitLog) needsRoll(n int) bool {
-	pos := c.writePos.Load()
+	pos := c.appendEnd()
 	c.segs.mu.RLock()
 	s := c.segs.find(pos)
 	c.segs.mu.RUnlock()
@@ -61,6 +77,18 @@ func (c *commitLog) fits(pos int64, n int) (*segment, bool) {
 // holding pos (an empty log), pos must start a file. The appender must hold Store.mu and have
 // published everything before pos.
 func (c *commitLog) roll(pos int64) (*segment, int64, error) {
+	ns, next, err := c.rollFile(pos)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.writePos.Store(next)
+	return ns, next, nil
+}
+
+// rollFile is roll without publishing anything: it ends the file holding pos with the blank
+// marker and creates the next file, whose start it returns with it. WriteEntry rolls this way,
+// moving only the written end. The appender must hold Store.mu.
+func (c *commitLog) rollFile(pos int64) (*segment, int64, error) {
 	c.segs.mu.RLock()
 	s := c.segs.find(pos)
 	c.segs.mu.RUnlock()
@@ -79,7 +107,6 @@ func (c *commitLog) roll(pos int64) (*segment, int64, error) {
 		p := pos - s.start
 		binary.BigEndian.PutUint32(s.b[p:], uint32(rem))
 		binary.BigEndian.PutUint32(s.b[p+4:], message.BlankMagicCode)
-		c.writePos.Store(next)
 	}
 	return ns, next, nil
 }
@@ -187,4 +214,95 @@ func (c *commitLog) walk(start int64, fn func(phys int64, v message.View) error)
 		}
 	}
 	return pos, nil
+}
+
+// walkWritten walks the written records in [from, to), from a record boundary, calling fn for
+// each record with a view of its mapped bytes (blank is false) and for each blank marker it
+// crosses (blank true, v zero). It fails when the bytes there are not whole records and blank
+// markers ending exactly at to, i.e. when to is not a record boundary reachable from from. It
+// checks structure only (message.ParseView): WriteEntry checked each record in full. The
+// caller holds Store.mu, so the bytes cannot change, and walks only bytes past the dispatched
+// end, which retention never removes; the views stay valid while it holds Store.mu.
+func (c *commitLog) walkWritten(from, to int64, fn func(phys int64, v message.View, blank bool) error) error {
+	c.segs.mu.RLock()
+	defer c.segs.mu.RUnlock()
+	pos := from
+	for pos < to {
+		s := c.segs.find(pos)
+		if s == nil {
+			return fmt.Errorf("commitlog offset %d: no file holds it", pos)
+		}
+		p := pos - s.start
+		if p+8 > c.size {
+			return fmt.Errorf("commitlog offset %d: no room for a record or marker", pos)
+		}
+		total := int64(int32(binary.BigEndian.Uint32(s.b[p:])))
+		if binary.BigEndian.Uint32(s.b[p+4:]) == message.BlankMagicCode {
+			if total != c.size-p {
+				return fmt.Errorf("commitlog offset %d: blank marker of %d bytes does not reach the file end", pos, total)
+			}
+			if fn != nil {
+				if err := fn(pos, message.View{}, true); err != nil {
+					return err
+				}
+			}
+			pos = s.start + c.size
+			continue
+		}
+		v, err := message.ParseView(s.b[p:min(c.size, p+(to-pos))])
+		if err != nil {
+			return fmt.Errorf("commitlog offset %d: not a whole record before %d: %w", pos, to, err)
+		}
+		if fn != nil {
+			if err := fn(pos, v, false); err != nil {
+				return err
+			}
+		}
+		pos += int64(v.Size())
+	}
+	if pos != to {
+		return fmt.Errorf("commitlog offset %d: inside the blank space that ends its file", to)
+	}
+	return nil
+}
+
+// cutWritten removes the written bytes from pos (a boundary walkWritten reaches) to the
+// written end w: it zeroes them in the file holding pos, with the blank marker that may end
+// that file, syncs the zeroed range, and removes every later file. Only [pos, w) can hold
+// non-zero bytes (nothing is ever written past the written end, and recovery scrubs a torn
+// tail), so unlike segmentList.removeFrom with scrub it need not scan the rest of the file for
+// them. The caller holds Store.mu and Store.clFlushMu.
+func (c *commitLog) cutWritten(pos, w int64) error {
+	fileEnd := pos - pos%c.size + c.size
+	dirty := min(w, fileEnd)
+	if w > fileEnd && pos%c.size != 0 {
+		// the data of the file holding pos ends with the blank marker: find it
+		err := c.walkWritten(pos, fileEnd, func(phys int64, _ message.View, blank bool) error {
+			if blank {
+				dirty = phys + message.BlankMarkerSize
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("cut written commitlog at %d: %w", pos, err)
+		}
+	}
+	if pos%c.size != 0 && dirty > pos {
+		c.segs.mu.Lock()
+		s := c.segs.find(pos)
+		if s != nil {
+			clear(s.b[pos-s.start : dirty-s.start])
+		}
+		c.segs.mu.Unlock()
+		if s != nil {
+			if err := s.m.Sync(int(pos-s.start), int(dirty-pos)); err != nil {
+				return fmt.Errorf("cut written commitlog at %d: sync %s: %w", pos, s.name, err)
+			}
+		}
+	}
+	// a file starting at pos holds nothing to keep: it goes with the later ones
+	if err := c.segs.removeFrom(pos, false); err != nil {
+		return fmt.Errorf("cut written commitlog at %d: %w", pos, err)
+	}
+	return nil
 }

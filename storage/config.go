@@ -96,7 +96,9 @@ type Config struct {
 	// dispatched end that every reader is bounded by (CommitLogMaxOffset). With Truncate set,
 	// Open keeps the commitlog bytes after TruncateTo (Raft still needs them) and rolls back only
 	// their consume-queue units and index entries; only a torn tail is cut. Append, AppendRaw
-	// and their variants are refused (ErrEntryLog).
+	// and their variants are refused (ErrEntryLog). The state machine calls FlushDispatched
+	// before it records TruncateTo, so that Open never re-dispatches from the commitlog, which
+	// holds the records it refused. Without Truncate everything valid is dispatched.
 	EntryLog bool `key:"-"`
 }
 

@@ -109,6 +109,20 @@
 // files into an empty directory with a checkpoint vouching for the shipped consume queues and
 // an abort marker, so that Open keeps the queues and rebuilds the index from the commitlog.
 //
+// # The commitlog as the Raft log (Config.EntryLog, entrylog.go)
+//
+// With dLegerLogStore=commitlog, Raft's log store writes each entry (a header record of topic
+// message.RaftEntryTopic, rolled back so no reader dispatches it, then the entry's records with
+// the queue offsets the leader assigned) with WriteEntry at the written end, before the entry
+// commits, and syncs it with SyncWritten. The store then has two ends: the written end
+// (WrittenEnd) and, behind it, the dispatched end (CommitLogMaxOffset), which bounds every
+// reader. Applying the entry calls DispatchWritten, which writes the units and index entries of
+// the groups whose queue offsets still match their queues (others get ErrQueueOffsetStale and
+// stay in the commitlog, never visible) and moves the dispatched end. Raft may cut an
+// uncommitted tail (TruncateWritten). Append and its variants are refused (ErrEntryLog). The
+// state machine calls FlushDispatched before recording its applied end; Open with Truncate then
+// rolls back only the dispatch past TruncateTo, keeping the written bytes for Raft.
+//
 // # Lock ordering
 //
 //	Store.clFlushMu -> Store.logicsMu -> Store.mu (append) -> Store.qmu (queue map)

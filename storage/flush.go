@@ -68,7 +68,9 @@ func (s *Store) gather() {
 	}
 }
 
-// flushCommitLog syncs the commitlog up to its current end and wakes waiting appenders.
+// flushCommitLog syncs the commitlog up to its current end and wakes waiting appenders. In
+// EntryLog mode it syncs up to the written end (syncWrittenLocked) and moves the flushed end up
+// to the dispatched end that covers.
 func (s *Store) flushCommitLog() error {
 	s.clFlushMu.Lock()
 	defer s.clFlushMu.Unlock()
@@ -78,6 +80,16 @@ func (s *Store) flushCommitLog() error {
 	}
 	if err := s.failed(); err != nil {
 		return err
+	}
+	if s.cl.entryLog {
+		// the written bytes, which include every dispatched one
+		began := time.Now()
+		if err := s.syncWrittenLocked(); err != nil {
+			return err
+		}
+		s.lastSyncNanos.Store(int64(time.Since(began)))
+		s.flushRounds.Add(1)
+		return nil
 	}
 	target := s.cl.writePos.Load()
 	from := s.cl.flushed.Load()

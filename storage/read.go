@@ -249,7 +249,8 @@ func (s *Store) ReadRecord(physOffset int64) ([]byte, error) {
 
 // QueryByKey returns up to maxNum records of topic whose KEYS contain key or whose UNIQ_KEY is
 // key, stored within [begin, end] (ms), newest first, plus the index's last update time and
-// offset (QUERY_MESSAGE). Unlike RocketMQ it drops hash collisions itself.
+// offset (QUERY_MESSAGE). Unlike RocketMQ it drops hash collisions itself. In EntryLog mode it
+// also drops records their consume queue does not hold (dispatchedAt).
 func (s *Store) QueryByKey(topic, key string, maxNum int, begin, end int64) (records [][]byte, lastUpdateTimestamp, lastUpdatePhyOffset int64) {
 	if s.idx == nil || maxNum <= 0 {
 		return nil, 0, 0
@@ -274,9 +275,30 @@ func (s *Store) QueryByKey(topic, key string, maxNum int, begin, end int64) (rec
 		if err != nil || string(v.Topic()) != topic || !hasKey(v, key) {
 			continue
 		}
+		if s.cfg.EntryLog && !s.dispatchedAt(off, v) {
+			continue
+		}
 		records = append(records, b)
 	}
 	return records, lastTS, lastPhys
+}
+
+// dispatchedAt reports whether the record v at phys is the one its consume queue holds at its
+// QUEUEOFFSET. In EntryLog mode the commitlog keeps the records the state machine refused
+// (DispatchWritten: ErrQueueOffsetStale, Skip groups), and an index rebuilt from the commitlog
+// after a crash indexes them too; QueryByKey leaves them out this way. Records that are not
+// dispatchable (PREPARED) have no unit to check and pass. Records of a deleted topic fail (their
+// queue is gone), as do those whose units retention removed.
+func (s *Store) dispatchedAt(phys int64, v message.View) bool {
+	if !message.IsDispatchable(v.SysFlag()) {
+		return true
+	}
+	q := s.queue(v.Topic(), v.QueueID())
+	if q == nil {
+		return false
+	}
+	u, ok := q.unit(v.QueueOffset())
+	return ok && u.phys == phys
 }
 
 func hasKey(v message.View, key string) bool {
@@ -294,7 +316,8 @@ func hasKey(v message.View, key string) bool {
 // CommitLogMinOffset is the first commitlog offset still stored.
 func (s *Store) CommitLogMinOffset() int64 { return s.cl.minOffset() }
 
-// CommitLogMaxOffset is the end of the commitlog (the next append's offset).
+// CommitLogMaxOffset is the end of the commitlog (the next append's offset). In EntryLog mode
+// it is the dispatched end, which WrittenEnd may run ahead of.
 func (s *Store) CommitLogMaxOffset() int64 { return s.cl.writePos.Load() }
 
 // CommitLogFlushedOffset is the end of the durable part of the commitlog.

@@ -18,6 +18,9 @@ import (
 //  2. Truncate the torn tail: zero from the end to the end of its segment, remove later
 //     segments. With Config.Truncate the end is moved back to TruncateTo first (which must be
 //     a record boundary, or where a segment's blank marker starts, not past the valid end), and the cut is handled as after a crash.
+//     In EntryLog mode the commitlog keeps the bytes past TruncateTo (they are the Raft log):
+//     the written end is the end of valid data, and only the dispatched end moves back to
+//     TruncateTo, steps 3-5 treating what follows it as cut.
 //  3. Repair each consume queue: keep the prefix of units that are valid and point before X
 //     (durable by the checkpoint), zero the rest.
 //  4. After a crash (abort file present), drop the index files that were active at the
@@ -51,6 +54,8 @@ func (s *Store) recover(abnormal bool) error {
 		}
 		s.cl.writePos.Store(pos)
 		s.cl.flushed.Store(pos)
+		s.cl.written.Store(pos)
+		s.cl.synced.Store(pos)
 		for _, q := range s.allQueues() {
 			q.repair(pos, pos, true)
 			q.recomputeMin(pos)
@@ -87,6 +92,10 @@ func (s *Store) recover(abnormal bool) error {
 		s.log.Warn("commitlog ends before the checkpoint", "end", end, "checkpoint", x)
 		x = end
 	}
+	// dispEnd is where dispatched data ends: end, or in EntryLog mode TruncateTo (the bytes
+	// after it stay written, for Raft, but their units and index entries are rolled back).
+	dispEnd := end
+	rollback := false
 	if cut {
 		t := s.cfg.TruncateTo
 		switch {
@@ -96,9 +105,12 @@ func (s *Store) recover(abnormal bool) error {
 			cut = false
 		case !boundary && t != walkFrom && !s.cl.blankAt(t):
 			return fmt.Errorf("truncate to %d: not a record boundary: %w", t, ErrTruncateInvalid)
+		case s.cfg.EntryLog:
+			s.log.Warn("rolling back the dispatch of written records", "written", end, "to", t)
+			dispEnd, x, rollback = t, min(x, t), true
 		default:
 			s.log.Warn("truncating commitlog", "from", end, "to", t)
-			end, x = t, min(x, t)
+			end, dispEnd, x = t, t, min(x, t)
 			abnormal = true // scrub the cut bytes and rebuild the index past it
 		}
 	}
@@ -108,30 +120,43 @@ func (s *Store) recover(abnormal bool) error {
 	if err := s.cl.segs.sync(x, end); err != nil {
 		return fmt.Errorf("sync commitlog: %w", err)
 	}
-	s.cl.writePos.Store(end)
-	s.cl.flushed.Store(end)
+	s.cl.writePos.Store(dispEnd)
+	s.cl.flushed.Store(dispEnd)
+	s.cl.written.Store(end)
+	s.cl.synced.Store(end)
 	if abnormal {
 		s.log.Info("recovering after abnormal shutdown", "checkpoint", x, "end", end)
 	}
+	if s.cfg.EntryLog && x < dispEnd {
+		// The checkpoint is older than the applied end (FlushDispatched was not called before
+		// it was recorded): records the state machine refused cannot be told apart here.
+		s.log.Warn("re-dispatching from the commitlog in EntryLog mode", "checkpoint", x, "to", dispEnd)
+	}
+	// rebuild: units and index entries past x (or dispEnd) may be stale and are redone.
+	rebuild := abnormal || rollback
 
 	// 3: consume queues.
 	for _, q := range s.allQueues() {
-		if err := q.repair(x, end, abnormal); err != nil {
+		if err := q.repair(x, dispEnd, rebuild); err != nil {
 			return err
 		}
 	}
 
-	// 4: index files touched after the checkpoint.
+	// 4: index files touched after the checkpoint (after a crash), and those holding entries
+	// of records past the dispatched end (a cut, or an EntryLog rollback: after a clean
+	// shutdown only those, since every index file is durable then).
 	from := x
 	idxFrom := int64(1<<63 - 1)
-	if s.idx != nil && abnormal {
-		idxFrom = max(min(cp.indexRebuildFrom, x), first.start)
-		if cp.dispatchedOffset == 0 && cp.indexFileID == 0 {
-			idxFrom = first.start
+	if s.idx != nil && rebuild {
+		if abnormal {
+			idxFrom = max(min(cp.indexRebuildFrom, x), first.start)
+			if cp.dispatchedOffset == 0 && cp.indexFileID == 0 {
+				idxFrom = first.start
+			}
 		}
 		err := s.idx.removeIf(func(f *indexFile, _ bool) bool {
-			drop := cp.indexFileID == 0 || f.id >= cp.indexFileID
-			if cut && f.indexCount() > 1 && f.endPhyOffset() >= end {
+			drop := abnormal && (cp.indexFileID == 0 || f.id >= cp.indexFileID)
+			if cut && f.indexCount() > 1 && f.endPhyOffset() >= dispEnd {
 				// entries of truncated records, possibly in a file older than the
 				// checkpoint's; it is rebuilt from its first entry
 				drop = true
@@ -139,7 +164,7 @@ func (s *Store) recover(abnormal bool) error {
 			}
 			return drop
 		})
-		from = idxFrom
+		from = min(x, idxFrom)
 		if err != nil {
 			return err
 		}
@@ -147,10 +172,10 @@ func (s *Store) recover(abnormal bool) error {
 
 	// 5: re-dispatch.
 	var hashes []int32
-	redo := newScanProgress(s.log, "recovery: re-dispatching", from, end)
+	redo := newScanProgress(s.log, "recovery: re-dispatching", from, dispEnd)
 	_, err = s.cl.walk(from, func(phys int64, v message.View) error {
-		if phys >= end {
-			return nil
+		if phys >= dispEnd {
+			return errWalkDone
 		}
 		redo.at(phys)
 		if phys >= x && message.IsDispatchable(v.SysFlag()) {
@@ -170,10 +195,10 @@ func (s *Store) recover(abnormal bool) error {
 		s.lastStoreTS.Store(v.StoreTimestamp())
 		return nil
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errWalkDone) {
 		return fmt.Errorf("re-dispatch from %d: %w", from, err)
 	}
-	redo.done(end)
+	redo.done(dispEnd)
 	clMin := s.cl.minOffset()
 	for _, q := range s.allQueues() {
 		q.recomputeMin(clMin)
@@ -182,6 +207,9 @@ func (s *Store) recover(abnormal bool) error {
 	// 6: make the repair durable.
 	return s.flushLogics()
 }
+
+// errWalkDone stops a commitlog walk early; it is not a failure.
+var errWalkDone = errors.New("walk done")
 
 // syncEveryFile syncs every commitlog segment and consume-queue file before an abnormal
 // shutdown's recovery writes anything (see segmentList.syncEvery): every writeback error the

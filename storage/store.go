@@ -36,6 +36,8 @@ type Store struct {
 	// stage and appendGen belong to the appender (under mu): see appendLocked.
 	stage     stage
 	appendGen uint64
+	// entryBuf is WriteEntry's patched copy of an entry's records (under mu, EntryLog mode).
+	entryBuf []byte
 
 	// qmu guards queues (the map, not the queues' contents).
 	qmu    sync.RWMutex
@@ -108,7 +110,7 @@ func (s *Store) open() error {
 	if s.cp, _, err = openCheckpoint(s.fs, root); err != nil {
 		return err
 	}
-	if s.cl, err = openCommitLog(s.fs, s.cfg.commitLogDir(), s.cfg.MappedFileSizeCommitLog); err != nil {
+	if s.cl, err = openCommitLog(s.fs, s.cfg.commitLogDir(), s.cfg.MappedFileSizeCommitLog, s.cfg.EntryLog); err != nil {
 		return err
 	}
 	if s.cfg.MessageIndexEnable {
