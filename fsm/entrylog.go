@@ -258,10 +258,17 @@ func (e *EntryLog) DeleteRange(min, max uint64) error {
 	if s.pos < e.store.CommitLogMaxOffset() {
 		return nil // compaction of applied entries
 	}
-	if err := e.store.TruncateWritten(s.pos); err != nil {
-		return fmt.Errorf("fsm: cut raft log back to entry %d at %d: %w", min, s.pos, err)
+	// Cut where the previous entry ended, not where entry min starts: if min started a new
+	// file, the next entry may fit the old one, as it does on a replica that never held min.
+	at := s.pos
+	if min > e.first {
+		p := e.slots[min-e.first-1]
+		at = p.pos + int64(p.size)
 	}
-	e.log.Info("raft log suffix cut", "from", min, "to", last, "at", s.pos)
+	if err := e.store.TruncateWritten(at); err != nil {
+		return fmt.Errorf("fsm: cut raft log back to entry %d at %d: %w", min, at, err)
+	}
+	e.log.Info("raft log suffix cut", "from", min, "to", last, "at", at)
 	e.slots = e.slots[:min-e.first]
 	return nil
 }
@@ -316,7 +323,9 @@ func (e *EntryLog) attach(st *storage.Store) error {
 	e.store, e.slots, e.first = st, nil, 0
 	start := time.Now()
 	pos, end, applied := st.CommitLogMinOffset(), st.WrittenEnd(), st.CommitLogMaxOffset()
-	cut := func(at int64, why error) error {
+	kept := pos // the end of the last whole entry: a cut goes there (see DeleteRange)
+	cut := func(_ int64, why error) error {
+		at := kept
 		if at < applied {
 			return fmt.Errorf("fsm: the commitlog's raft entries are damaged at %d, below the applied end %d: %w", at, applied, why)
 		}
@@ -327,7 +336,7 @@ func (e *EntryLog) attach(st *storage.Store) error {
 		return nil
 	}
 	for pos < end {
-		head, err := st.ReadWritten(pos, int(min(end-pos, 512)))
+		head, err := st.ReadWritten(pos, int(min(end-pos, 512, e.fileSize-pos%e.fileSize)))
 		if err != nil {
 			return fmt.Errorf("fsm: scan raft entries at %d: %w", pos, err)
 		}
@@ -383,6 +392,7 @@ func (e *EntryLog) attach(st *storage.Store) error {
 		}
 		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size), term: h.Term})
 		pos += size
+		kept = pos
 	}
 	e.log.Info("raft log read from the commitlog", "first", e.first, "last", e.lastLocked(), "entries", len(e.slots),
 		"bytes", end-st.CommitLogMinOffset(), "took", time.Since(start).Round(time.Millisecond))
