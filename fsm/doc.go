@@ -136,6 +136,19 @@
 // depend on whether a read was found: determinism holds, and a missed read costs one scan.
 // leaderscans.go argues the table cannot leak or hand an entry another's reads.
 //
+// # The commitlog as the Raft log (Config.EntryLog)
+//
+// With dLegerLogStore=commitlog the FSM also provides Raft's log store (EntryLog, entrylog.go):
+// each entry is written into the commitlog when Raft stores it, a header record first
+// (entryheader.go), and Apply dispatches its records where they lie (entryapply.go) instead of
+// copying them. What the determinism rules above say of Store.Append holds with one change: the
+// queue offsets are in the entry, stamped by the leader's Sequencer when it proposes; the store
+// checks them at dispatch and refuses, on every replica alike, a send whose offsets are not its
+// queues' next (storage.ErrQueueOffsetStale). The marker keeps its meaning; its writes wait for the
+// consume queues and the index as well as the commitlog (storage.Store.FlushDispatched), and
+// recovery rolls back only those past the marker's end: the commitlog bytes after it are Raft's
+// log. docs/write-path.md has the design and its measurements.
+//
 // # Metadata exactly once
 //
 // The metadata tables are rebuilt, not trusted: New resets them (MetaApplier.RestoreMeta(nil)),
