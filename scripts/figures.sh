@@ -26,7 +26,8 @@
 # Every figure line starts with "FIG" and ends with the load average when it was taken.
 # Usage: scripts/figures.sh     (make bench-figures)
 # Env: DUR (20s), WARMUP (5s), PEAK_CONC (2048), CATCHUP_MB (1024), CONSUME_ROUNDS (2),
-#      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1
+#      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1,
+#      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${DUR:-20s}"
@@ -66,7 +67,7 @@ bpid=()
 start_node() {
 	"$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * $1)) --httpPort $((BP + 200 + $1)) \
 		--storePathRootDir "$WORK/store/n$1" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
-		--dLegerPeers "$peers" --dLegerSelfId "n$1" --logLevel warn >>"$WORK/broker-n$1.log" 2>&1 &
+		--dLegerPeers "$peers" --dLegerSelfId "n$1" --logLevel warn ${BROKER_FLAGS:-} >>"$WORK/broker-n$1.log" 2>&1 &
 	pids+=($!)
 	bpid[$1]=$!
 }

@@ -21,7 +21,9 @@
 #      after a message count; later runs use the previous run's rate),
 #      NATS_CLIENTS (4), SYNC_MSGS (5000, the lone sync runs of NATS; ours runs DUR), SYNC (1: the
 #      lone sync producer runs), PEER_BIN (bin/peer), NATS_SERVER_VERSION (v2.15.2),
-#      NATS_CLI_VERSION (v0.5.1), BASE_PORT (25400: NATS ports; ours BASE_PORT+1000), KEEP=1
+#      NATS_CLI_VERSION (v0.5.1), BASE_PORT (25400: NATS ports; ours BASE_PORT+1000), KEEP=1,
+#      STORES ("wal commitlog": ours once per Raft log store after each NATS run, alternated; unset:
+#      once, as configured)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-2}"
@@ -131,6 +133,8 @@ ours_run() {
 	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
+# store_flags STORE: the broker flags that run ours on Raft log store STORE ("default": as is).
+store_flags() { if [ "$1" = default ]; then echo "${BROKER_FLAGS:-}"; else echo "${BROKER_FLAGS:-} --dLegerLogStore $1"; fi; }
 ratio() { awk -v b="$2" -v a="$1" 'BEGIN {if (a > 0) printf "%.2fx", b / a; else print "n/a"}'; }
 secs=${DUR%s}
 summary=()
@@ -141,16 +145,22 @@ for r in $(seq "$ROUNDS"); do
 		nats_run "A$r NATS async, $c in flight" async --clients "$CLIENTS" --batch $((c / CLIENTS)) --msgs $((${guess[$c]:-$RATE_GUESS} * secs))
 		a=$rate
 		[ "${rate:-0}" -gt 0 ] && guess[$c]=$rate
-		ours_run "B$r ours async, $c in flight" MODE=async CONC="$c" PRODUCERS=4
-		summary+=("round $r, $c in flight: NATS $a, ours $rate msg/s: $(ratio "$a" "$rate")")
-		echo "   ratio ours/NATS: $(ratio "$a" "$rate")"
+		for st in ${STORES:-default}; do
+			lbl=""; [ "$st" = default ] || lbl=" $st"
+			ours_run "B$r ours$lbl async, $c in flight" MODE=async CONC="$c" PRODUCERS=4 "BROKER_FLAGS=$(store_flags "$st")"
+			summary+=("round $r, $c in flight: NATS $a, ours$lbl $rate msg/s: $(ratio "$a" "$rate")")
+			echo "   ratio ours$lbl/NATS: $(ratio "$a" "$rate")"
+		done
 	done
 	if [ "$SYNC" = 1 ]; then
 		nats_run "A$r NATS lone sync producer" sync --clients 1 --msgs "$SYNC_MSGS"
 		a=$rate
-		ours_run "B$r ours lone sync producer" MODE=sync CONC=1 PRODUCERS=1
-		summary+=("round $r, lone sync producer: NATS $a, ours $rate msg/s: $(ratio "$a" "$rate")")
-		echo "   ratio ours/NATS: $(ratio "$a" "$rate")"
+		for st in ${STORES:-default}; do
+			lbl=""; [ "$st" = default ] || lbl=" $st"
+			ours_run "B$r ours$lbl lone sync producer" MODE=sync CONC=1 PRODUCERS=1 "BROKER_FLAGS=$(store_flags "$st")"
+			summary+=("round $r, lone sync producer: NATS $a, ours$lbl $rate msg/s: $(ratio "$a" "$rate")")
+			echo "   ratio ours$lbl/NATS: $(ratio "$a" "$rate")"
+		done
 	fi
 done
 echo
