@@ -125,7 +125,13 @@ func TestChaosDiskFaults(t *testing.T) {
 			}
 		}
 		i := nodeIndex(t, victim)
-		prefix := path.Join("store", "dledger-"+victim.props["dLegerSelfId"], f.target)
+		dir := f.target
+		if dir == "raft" && victim.props["dLegerLogStore"] == "commitlog" {
+			// The Raft log is the commitlog there; the raft directory holds only the stable
+			// store, written at elections.
+			dir = "store/commitlog"
+		}
+		prefix := path.Join("store", "dledger-"+victim.props["dLegerSelfId"], dir)
 		marks := g.logSizes()
 		began := time.Now()
 		clear := roots[i].fs.InjectFault(f.op, prefix, f.errno)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"rocketraft/message"
 	"rocketraft/protocol"
 )
 
@@ -244,13 +246,17 @@ func compareCommitLogs(t testing.TB, nodes []*broker) int64 {
 			if ref[i].name != other[i].name {
 				t.Fatalf("commitlog files differ: %s has %s where %s has %s", nodes[0].proc.name, ref[i].name, b.proc.name, other[i].name)
 			}
-			n := min(len(ref[i].data), len(other[i].data))
+			// Up to the shorter copy's end of records: with dLegerLogStore=commitlog a node's
+			// commitlog also holds the entries it wrote that the others never received (the
+			// last ones before the nodes stopped, one after the other).
+			n := min(commitLogDataEnd(ref[i].data), commitLogDataEnd(other[i].data))
 			if !bytes.Equal(ref[i].data[:n], other[i].data[:n]) {
 				at := 0
 				for at < n && ref[i].data[at] == other[i].data[at] {
 					at++
 				}
-				t.Fatalf("commitlog %s differs between %s and %s at byte %d", ref[i].name, nodes[0].proc.name, b.proc.name, at)
+				t.Fatalf("commitlog %s differs between %s and %s at byte %d: %s has %s, %s has %s", ref[i].name, nodes[0].proc.name, b.proc.name, at,
+					nodes[0].proc.name, recordAround(ref[i].data, at), b.proc.name, recordAround(other[i].data, at))
 			}
 			pair += int64(n)
 		}
@@ -279,4 +285,45 @@ func (g *raftGroup) waitOffsetsConverged(t testing.TB, timeout time.Duration, le
 		}
 		return nil
 	})
+}
+
+// recordAround describes the record of a commitlog file's data that holds byte at (walking the
+// records from the file's start), for a report of where two replicas differ.
+func recordAround(data []byte, at int) string {
+	for pos := 0; pos+8 <= len(data); {
+		size := int(int32(binary.BigEndian.Uint32(data[pos:])))
+		if size <= 0 || pos+size > len(data) {
+			return fmt.Sprintf("no record at %d (size field %d)", pos, size)
+		}
+		if binary.BigEndian.Uint32(data[pos+4:]) == message.BlankMagicCode {
+			return fmt.Sprintf("the blank end-of-file marker at %d", pos)
+		}
+		if at < pos+size {
+			v, err := message.ParseView(data[pos : pos+size])
+			if err != nil {
+				return fmt.Sprintf("an unparsable record at %d (%d bytes): %v", pos, size, err)
+			}
+			return fmt.Sprintf("a record at %d (%d bytes, byte %d of it): topic %s queue %d offset %d sysflag %#x stored %d, body %q",
+				pos, size, at-pos, v.Topic(), v.QueueID(), v.QueueOffset(), v.SysFlag(), v.StoreTimestamp(), v.Body()[:min(len(v.Body()), 24)])
+		}
+		pos += size
+	}
+	return "past the records"
+}
+
+// commitLogDataEnd is where a commitlog file's records end: at the first size field that is not a
+// record's, or at the blank end-of-file marker (included).
+func commitLogDataEnd(data []byte) int {
+	pos := 0
+	for pos+8 <= len(data) {
+		size := int(int32(binary.BigEndian.Uint32(data[pos:])))
+		if binary.BigEndian.Uint32(data[pos+4:]) == message.BlankMagicCode {
+			return min(pos+8, len(data))
+		}
+		if size < message.MinRecordSize || pos+size > len(data) {
+			break
+		}
+		pos += size
+	}
+	return pos
 }
