@@ -335,3 +335,56 @@ func TestEntryLogTornTail(t *testing.T) {
 		t.Fatalf("queues differ:\n%s\n%s", a, b)
 	}
 }
+
+// TestEntryLogSnapshotInstall: a follower installs a leader's snapshot into a store that is also
+// its Raft log: the log store re-reads its map from the restored commitlog (the leader's entries
+// up to the snapshot), the log resumes after the snapshot's index, and the entries after it give
+// the leader's state.
+func TestEntryLogSnapshotInstall(t *testing.T) {
+	logs := workload(t, 200)
+	ref := newFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer ref.Close()
+	stamped := stampLike(t, logs, applyAll(ref, logs))
+
+	srcFS := vfs.NewMemFS()
+	src := newEntryFSM(t, srcFS, newFakeMeta())
+	defer src.Close()
+	storeEntries(t, src, stamped)
+	applyAll(src, stamped[:150])
+	snap := snapshotBytes(t, src)
+
+	fs := vfs.NewMemFS()
+	meta := newFakeMeta()
+	dst := newEntryFSM(t, fs, meta)
+	defer dst.Close()
+	storeEntries(t, dst, stamped[:30]) // behind, with a tail the snapshot replaces
+	applyAll(dst, stamped[:20])
+	if err := dst.Restore(reader(snap)); err != nil {
+		t.Fatal(err)
+	}
+	if dst.AppliedIndex() != 150 {
+		t.Fatalf("applied %d after the install", dst.AppliedIndex())
+	}
+	if last, _ := dst.entries.LastIndex(); last > 150 {
+		t.Fatalf("the restored raft log ends at %d, past the snapshot", last)
+	}
+	var got raft.Log
+	if err := dst.entries.GetLog(150, &got); err != nil || !bytes.Equal(got.Data, stamped[149].Data) {
+		t.Fatalf("entry 150 from the restored commitlog: %v", err)
+	}
+	// Raft resumes the log after the snapshot.
+	if err := dst.entries.StoreLogs(stamped[150:]); err != nil {
+		t.Fatal(err)
+	}
+	applyAll(src, stamped[150:])
+	applyAll(dst, stamped[150:])
+	if a, b := queueState(ref), queueState(dst); a != b {
+		t.Fatalf("queues differ:\n%s\n%s", a, b)
+	}
+	if a, b := queueRecords(t, ref), queueRecords(t, dst); !reflect.DeepEqual(a, b) {
+		t.Fatal("queue contents differ after the install")
+	}
+	src.Close()
+	dst.Close()
+	sameImage(t, "installed replica", commitlogImage(t, srcFS), commitlogImage(t, fs))
+}
