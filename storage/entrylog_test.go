@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -924,5 +926,80 @@ func TestEntryLogReadWhileWriting(t *testing.T) {
 	}
 	if s.MaxOffset("Q", 0) != 200 {
 		t.Fatalf("queue max %d", s.MaxOffset("Q", 0))
+	}
+}
+
+// TestEntryLogClassicSlaveStream: what the HA server reads from a commitlog that is the Raft log
+// (ReadCommitLog) is whole records, with the records the state machine refused (a stale group, a
+// skipped step) masked as rolled back, so a classic slave's AppendRaw takes it chunk by chunk
+// and ends with the same consume queues.
+func TestEntryLogClassicSlaveStream(t *testing.T) {
+	cfg := entryConfig(t)
+	s := openT(t, cfg)
+	withOff := func(r []byte, off int64) []byte {
+		v, _ := message.ParseView(r)
+		v.SetQueueOffset(off)
+		return r
+	}
+	for i := 0; i < 40; i++ {
+		e := newEntry(t, nil,
+			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("a", i), "ka"), int64(2*i))},
+			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("stale", i), "kstale"), int64(2*i+7))}, // S-0 expects 2i+1
+			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("b", i), "kb"), int64(2*i+1)), withOff(msgRec(t, "T", 1, fmt.Sprint("t", i), "kt"), int64(2*i))},
+			[][]byte{withOff(msgRec(t, "T", 1, fmt.Sprint("skip", i), "ks"), int64(2*i+1))},
+			[][]byte{withOff(msgRec(t, "T", 1, fmt.Sprint("c", i), "kc"), int64(2*i+1))},
+		)
+		e.groups[3].Skip = true
+		writeEntryT(t, s, e)
+		dispatchT(t, s, e.end, e.groups)
+	}
+	classic := entryConfig(t)
+	classic.EntryLog = false
+	classic.StorePathRootDir = t.TempDir()
+	slave := openT(t, classic)
+	masked := 0
+	for off := int64(0); off < s.CommitLogMaxOffset(); {
+		b, err := s.ReadCommitLog(off, 700)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) == 0 {
+			t.Fatalf("empty chunk at %d of %d", off, s.CommitLogMaxOffset())
+		}
+		for p := 0; p+8 <= len(b); {
+			size := int(int32(binary.BigEndian.Uint32(b[p:])))
+			if binary.BigEndian.Uint32(b[p+4:]) == message.BlankMagicCode {
+				break
+			}
+			v, err := message.ParseView(b[p : p+size])
+			if err != nil {
+				t.Fatalf("chunk at %d: record at %d: %v", off, p, err)
+			}
+			body := string(v.Body())
+			rolled := message.TransactionType(v.SysFlag()) == message.TransactionRollbackType
+			if (strings.HasPrefix(body, "stale") || strings.HasPrefix(body, "skip")) != (rolled && string(v.Topic()) != message.RaftEntryTopic) {
+				t.Fatalf("record %q of %s: rolled back %v", body, v.Topic(), rolled)
+			}
+			if rolled && string(v.Topic()) != message.RaftEntryTopic {
+				masked++
+			}
+			p += size
+		}
+		if err := slave.AppendRaw(off, b); err != nil {
+			t.Fatalf("classic slave refuses the chunk at %d (%d bytes): %v", off, len(b), err)
+		}
+		off += int64(len(b))
+	}
+	if masked != 80 {
+		t.Fatalf("%d refused records masked, want 80", masked)
+	}
+	for _, q := range []struct {
+		topic string
+		qid   int32
+	}{{"S", 0}, {"T", 1}} {
+		a, b := queueUnits(s, q.topic, q.qid), queueUnits(slave, q.topic, q.qid)
+		if len(a) != 80 || !reflect.DeepEqual(a, b) {
+			t.Fatalf("queue %s-%d: %d units on the entry log, %d on the slave", q.topic, q.qid, len(a), len(b))
+		}
 	}
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 
 	"rocketraft/message"
@@ -339,5 +340,48 @@ func (s *Store) ReadCommitLog(offset int64, maxBytes int) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("read commitlog at %d: not stored", offset)
 	}
+	if s.cfg.EntryLog {
+		return s.maskRefused(offset, b, end)
+	}
 	return b, nil
+}
+
+// maskRefused readies a chunk of a commitlog that is also the Raft log for a classic slave: it
+// ends the chunk at a record boundary (reading on to the end of a first record longer than the
+// chunk), so that every record sent is whole, and gives each record the state machine refused
+// (DispatchWritten: stale queue offsets, a refused delivery step), which the commitlog keeps but
+// no consume queue holds, the rolled-back transaction type in the copy: a slave's dispatch then
+// skips it, as it skips the entry-header records, instead of putting it in a queue at an offset
+// another record holds.
+func (s *Store) maskRefused(offset int64, b []byte, end int64) ([]byte, error) {
+	pos := 0
+	for pos+8 <= len(b) {
+		size := int(int32(binary.BigEndian.Uint32(b[pos:])))
+		if binary.BigEndian.Uint32(b[pos+4:]) == message.BlankMagicCode {
+			pos = len(b) // the blank marker and the zeros after it, to the file's end
+			break
+		}
+		if size < message.MinRecordSize {
+			return nil, fmt.Errorf("read commitlog at %d: no record at %d (size %d)", offset, offset+int64(pos), size)
+		}
+		if pos+size > len(b) {
+			if pos > 0 {
+				break
+			}
+			// a first record longer than the chunk: send it whole
+			if offset+int64(size) > end {
+				return nil, fmt.Errorf("read commitlog at %d: record of %d bytes runs past the end %d", offset, size, end)
+			}
+			whole, ok := s.cl.segs.copyAt(offset, size)
+			if !ok {
+				return nil, fmt.Errorf("read commitlog at %d: not stored", offset)
+			}
+			b = whole
+		}
+		if v, err := message.ParseView(b[pos : pos+size]); err == nil && message.IsDispatchable(v.SysFlag()) && !s.dispatchedAt(offset+int64(pos), v) {
+			v.SetSysFlag(message.ResetTransactionType(v.SysFlag(), message.TransactionRollbackType))
+		}
+		pos += size
+	}
+	return b[:pos], nil
 }
