@@ -3,7 +3,7 @@
 # group (R3) on loopback (data in a temporary directory, 1 KiB messages, the native client):
 #
 #  1. peak: async produce with PEAK_CONC in flight for DUR; msg/s, and meanwhile every broker's
-#     memory (VmRSS of /proc/PID/status sampled every 0.5 s, its maximum, and VmHWM) and the
+#     memory (VmRSS and RssAnon of /proc/PID/status sampled every 0.5 s, their maxima, and VmHWM) and the
 #     bytes it wrote (write_bytes of /proc/PID/io: what it sent to the page cache for the disk,
 #     mmap writes included) per acknowledged message, and the commitlog record size (the leader's
 #     commitlog growth per message).
@@ -96,9 +96,9 @@ for _ in $(seq 150); do "$BIN"/mqadmin topicRoute -n "$NS" -t "$TOPIC" -o json 2
 echo "group R3, leader n$L"
 
 # ---- 1. peak: msg/s, memory and bytes written per message per node
-declare -A rssmax w0 w1
+declare -A rssmax anonmax w0 w1
 L=$(leader)
-for i in 0 1 2; do rssmax[$i]=0; w0[$i]=$(awk '/^write_bytes/{print $2}' "/proc/${bpid[$i]}/io"); done
+for i in 0 1 2; do rssmax[$i]=0; anonmax[$i]=0; w0[$i]=$(awk '/^write_bytes/{print $2}' "/proc/${bpid[$i]}/io"); done
 c0=$(cloff "$L")
 "$BIN"/mqbench produce --client native -n "$NS" -t "$TOPIC" --mode async -c "$PEAK_CONC" --producers 4 -s 1024 \
 	-d "$DUR" --warmup "$WARMUP" -q --json >"$WORK/peak.json" 2>"$WORK/peak.err" &
@@ -107,6 +107,8 @@ while kill -0 "$mp" 2>/dev/null; do
 	for i in 0 1 2; do
 		r=$(awk '/^VmRSS/{print $2}' "/proc/${bpid[$i]}/status")
 		[ "$r" -gt "${rssmax[$i]}" ] && rssmax[$i]=$r
+		r=$(awk '/^RssAnon/{print $2}' "/proc/${bpid[$i]}/status")
+		[ "$r" -gt "${anonmax[$i]}" ] && anonmax[$i]=$r
 	done
 	sleep 0.5
 done
@@ -118,11 +120,11 @@ total=$(jr total_msgs <"$WORK/peak.json")
 [ "${total%.*}" -gt 0 ] || { echo "the peak run acknowledged nothing:"; tail -3 "$WORK/peak.err"; exit 1; }
 REC=$(awk -v a="$c0" -v b="$c1" -v n="$total" 'BEGIN {r = (b - a) / n; printf "%.0f", (r > 0 ? r : 1100)}')
 fig "peak: $PEAK msg/s async $PEAK_CONC in flight (p50 $(jf p50_ms <"$WORK/peak.json") ms, p99 $(jf p99_ms <"$WORK/peak.json") ms, $(jr total_errors <"$WORK/peak.json") errors, $total msgs in all); commitlog record $REC B per 1024 B body"
-line="memory at peak, max VmRSS (VmHWM):"
+line="memory at peak, max VmRSS (VmHWM; max RssAnon, the process's own memory without the mapped files' pages):"
 for i in 0 1 2; do
 	role=F
 	[ "$i" = "$L" ] && role=L
-	line+=" n$i($role) $((rssmax[$i] / 1024)) MiB ($(($(awk '/^VmHWM/{print $2}' "/proc/${bpid[$i]}/status") / 1024)) MiB)"
+	line+=" n$i($role) $((rssmax[$i] / 1024)) MiB ($(($(awk '/^VmHWM/{print $2}' "/proc/${bpid[$i]}/status") / 1024)) MiB; $((anonmax[$i] / 1024)) MiB)"
 done
 fig "$line"
 # Per acknowledged message (too high when sends timed out: stored, not counted) and per byte
