@@ -85,6 +85,11 @@ func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, t *s
 	default:
 		return nil, nil, keyErr("dLegerLogStore", "unknown %q", kind)
 	}
+	return withCache(store, c, cacheSize, cacheBytes)
+}
+
+// withCache puts the log cache in front of store (cacheSize < 0: none); on failure it closes c.
+func withCache(store raft.LogStore, c io.Closer, cacheSize, cacheBytes int) (raft.LogStore, io.Closer, error) {
 	if cacheSize < 0 {
 		return store, c, nil
 	}

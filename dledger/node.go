@@ -196,15 +196,7 @@ func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int, 
 		}
 		store, c = ll, closerFunc(t.close)
 	}
-	if cacheSize < 0 {
-		return store, c, nil
-	}
-	cached, err := newLogCache(store, cacheSize, cacheBytes)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	return cached, c, nil
+	return withCache(store, c, cacheSize, cacheBytes)
 }
 
 func (n *Node) raftConfig() *raft.Config {
