@@ -36,11 +36,10 @@ type EntryLog struct {
 	slots []entrySlot
 }
 
-// entrySlot is where one entry lies in the commitlog.
+// entrySlot is where one entry lies in the commitlog (its term and the rest are in its header).
 type entrySlot struct {
 	pos  int64  // the header record
 	size uint32 // header record and records
-	term uint64
 }
 
 // errNoEntryStore: the store is being replaced (snapshot restore) or closed.
@@ -223,7 +222,7 @@ func (e *EntryLog) storeLocked(l *raft.Log) error {
 	if err != nil {
 		return fmt.Errorf("fsm: store raft entry %d: %w", l.Index, err)
 	}
-	e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(end - pos), term: l.Term})
+	e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(end - pos)})
 	return nil
 }
 
@@ -390,7 +389,7 @@ func (e *EntryLog) attach(st *storage.Store) error {
 		if len(e.slots) == 0 {
 			e.first = h.Index
 		}
-		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size), term: h.Term})
+		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size)})
 		pos += size
 		kept = pos
 	}
