@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -55,19 +54,17 @@ func (f *FSM) invalidateSequence() {
 
 // dispatchMessages applies message entry l in place. Hold f.mu.
 func (f *FSM) dispatchMessages(l *raft.Log, appends [][][]byte) []AppendOutcome {
-	end, h, err := f.entries.entryEnd(l.Index)
+	end, form, err := f.entries.entrySpan(l.Index)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
 	outs := make([]AppendOutcome, len(appends))
 	var groups []storage.DispatchGroup
-	if h.Form == formMessages {
-		if len(h.Payload) != 4+4*len(appends) || int(binary.BigEndian.Uint32(h.Payload)) != len(appends) {
-			panic(fmt.Sprintf("fsm: raft entry %d (term %d): its header in the commitlog does not describe its %d appends; a state machine must not skip an entry", l.Index, l.Term, len(appends)))
-		}
+	if form == formMessages {
+		// the records lie in the commitlog in the entry's order (splitEntry)
 		groups = make([]storage.DispatchGroup, len(appends))
-		for i := range groups {
-			groups[i].Records = int(binary.BigEndian.Uint32(h.Payload[4+4*i:]))
+		for i, recs := range appends {
+			groups[i].Records = len(recs)
 		}
 	} else {
 		// Stored whole (entryheader.go splitEntry): some record is not a stored record in
@@ -94,7 +91,7 @@ func (f *FSM) dispatchMessages(l *raft.Log, appends [][][]byte) []AppendOutcome 
 // step is applied (apply, the level's progress matched) and their queue offsets are current.
 // Hold f.mu.
 func (f *FSM) dispatchSchedule(l *raft.Log, d *ScheduleDeliver, apply bool) ScheduleResult {
-	end, h, err := f.entries.entryEnd(l.Index)
+	end, form, err := f.entries.entrySpan(l.Index)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
@@ -102,14 +99,14 @@ func (f *FSM) dispatchSchedule(l *raft.Log, d *ScheduleDeliver, apply bool) Sche
 		f.invalidateSequence() // the leader counted these records
 	}
 	var res ScheduleResult
-	if h.Form != formSchedule {
+	if form != formSchedule {
 		f.dispatch(l, end, nil)
 		if apply && len(d.Records) > 0 {
 			res.Err = fmt.Errorf("fsm: delivery step: %w: its records are not in stored form", storage.ErrMessageIllegal)
 		}
 		return res
 	}
-	out := f.dispatch(l, end, []storage.DispatchGroup{{Records: h.Records, Skip: !apply}})
+	out := f.dispatch(l, end, []storage.DispatchGroup{{Records: len(d.Records), Skip: !apply}})
 	if apply {
 		res.Results, res.Err = out[0].Results, out[0].Err
 		if errors.Is(res.Err, storage.ErrQueueOffsetStale) {

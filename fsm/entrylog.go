@@ -36,10 +36,12 @@ type EntryLog struct {
 	slots []entrySlot
 }
 
-// entrySlot is where one entry lies in the commitlog (its term and the rest are in its header).
+// entrySlot is where one entry lies in the commitlog and how it is stored (its term and the
+// rest are in its header), so that applying it reads nothing back.
 type entrySlot struct {
 	pos  int64  // the header record
 	size uint32 // header record and records
+	form uint8  // formOpaque, formMessages or formSchedule
 }
 
 // errNoEntryStore: the store is being replaced (snapshot restore) or closed.
@@ -222,7 +224,7 @@ func (e *EntryLog) storeLocked(l *raft.Log) error {
 	if err != nil {
 		return fmt.Errorf("fsm: store raft entry %d: %w", l.Index, err)
 	}
-	e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(end - pos)})
+	e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(end - pos), form: p.hdr.Form})
 	return nil
 }
 
@@ -272,35 +274,18 @@ func (e *EntryLog) DeleteRange(min, max uint64) error {
 	return nil
 }
 
-// entryEnd is where entry index ends in the commitlog.
-func (e *EntryLog) entryEnd(index uint64) (int64, *entryHeader, error) {
+// entrySpan is where entry index ends in the commitlog and how it is stored.
+func (e *EntryLog) entrySpan(index uint64) (int64, uint8, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.store == nil {
-		return 0, nil, errNoEntryStore
+		return 0, 0, errNoEntryStore
 	}
 	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
-		return 0, nil, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
+		return 0, 0, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
 	}
 	s := e.slots[index-e.first]
-	b, err := e.store.ReadWritten(s.pos, int(min(s.size, 4096)))
-	if err != nil {
-		return 0, nil, fmt.Errorf("fsm: read raft entry %d header: %w", index, err)
-	}
-	v, err := message.ParseView(b)
-	if err != nil {
-		if b, err = e.store.ReadWritten(s.pos, int(s.size)); err == nil {
-			v, err = message.ParseView(b)
-		}
-		if err != nil {
-			return 0, nil, fmt.Errorf("fsm: raft entry %d header: %w", index, err)
-		}
-	}
-	h, err := decodeEntryHeader(v.Body())
-	if err != nil {
-		return 0, nil, fmt.Errorf("fsm: raft entry %d: %w", index, err)
-	}
-	return s.pos + int64(s.size), h, nil
+	return s.pos + int64(s.size), s.form, nil
 }
 
 // detach takes the store away for a restore; attach gives the new one back and rebuilds.
@@ -389,7 +374,7 @@ func (e *EntryLog) attach(st *storage.Store) error {
 		if len(e.slots) == 0 {
 			e.first = h.Index
 		}
-		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size)})
+		e.slots = append(e.slots, entrySlot{pos: pos, size: uint32(size), form: h.Form})
 		pos += size
 		kept = pos
 	}
