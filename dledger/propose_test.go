@@ -103,13 +103,19 @@ func stamps(f *testFSM) []uint64 {
 	return out
 }
 
-func TestProposeStampsInLogOrder(t *testing.T) {
+// clusterWithSequencers starts n nodes, each with its own countingSeq (by node id).
+func clusterWithSequencers(t *testing.T, n int, barrierOnTerm bool) (*cluster, map[string]*countingSeq) {
 	seqs := map[string]*countingSeq{}
-	c := newCluster(t, 3, func(cfg *Config) {
-		s := &countingSeq{barrierOnTerm: true}
+	c := newCluster(t, n, func(cfg *Config) {
+		s := &countingSeq{barrierOnTerm: barrierOnTerm}
 		seqs[cfg.SelfID] = s
 		cfg.Sequencer = s
 	}, nil)
+	return c, seqs
+}
+
+func TestProposeStampsInLogOrder(t *testing.T) {
+	c, seqs := clusterWithSequencers(t, 3, true)
 	lead := c.leader(10 * time.Second)
 	b := NewBatcher(lead, stampCodec, BatchOptions{MaxInFlight: 4})
 	defer b.Close()
@@ -176,12 +182,7 @@ func TestProposeStampsInLogOrder(t *testing.T) {
 }
 
 func TestProposeLostWhenRaftRefuses(t *testing.T) {
-	seqs := map[string]*countingSeq{}
-	c := newCluster(t, 3, func(cfg *Config) {
-		s := &countingSeq{}
-		seqs[cfg.SelfID] = s
-		cfg.Sequencer = s
-	}, nil)
+	c, seqs := clusterWithSequencers(t, 3, false)
 	lead := c.leader(10 * time.Second)
 	follower := c.follower()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -216,12 +217,7 @@ func TestProposeLostWhenRaftRefuses(t *testing.T) {
 }
 
 func TestProposeStampErrorFailsBeforeRaft(t *testing.T) {
-	seqs := map[string]*countingSeq{}
-	c := newCluster(t, 1, func(cfg *Config) {
-		s := &countingSeq{barrierOnTerm: true}
-		seqs[cfg.SelfID] = s
-		cfg.Sequencer = s
-	}, nil)
+	c, seqs := clusterWithSequencers(t, 1, true)
 	lead := c.leader(10 * time.Second)
 	s := seqs[lead.ID()]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -251,12 +247,7 @@ func TestProposeStampErrorFailsBeforeRaft(t *testing.T) {
 }
 
 func TestProposeBarrierOnFollowerIsNotLeader(t *testing.T) {
-	seqs := map[string]*countingSeq{}
-	c := newCluster(t, 3, func(cfg *Config) {
-		s := &countingSeq{barrierOnTerm: true}
-		seqs[cfg.SelfID] = s
-		cfg.Sequencer = s
-	}, nil)
+	c, seqs := clusterWithSequencers(t, 3, true)
 	c.leader(10 * time.Second)
 	follower := c.follower()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -365,11 +365,6 @@ func dirImage(t *testing.T, dir string) map[string][]byte {
 func TestEntryLogStaleGroup(t *testing.T) {
 	cfg := entryConfig(t)
 	s := openT(t, cfg)
-	withOff := func(r []byte, off int64) []byte {
-		v, _ := message.ParseView(r)
-		v.SetQueueOffset(off)
-		return r
-	}
 	prepared, err := message.EncodeRecord(&message.Message{
 		Topic: "S", QueueOffset: 77, // not checked
 		SysFlag: message.TransactionPreparedType, BornTimestamp: 1, StoreTimestamp: entryStoreTS,
@@ -380,12 +375,12 @@ func TestEntryLogStaleGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEntry(t, nil,
-		[][]byte{withOff(msgRec(t, "S", 0, "g0a", "k0a"), 0), withOff(msgRec(t, "S", 1, "g0b", "k0b"), 0)},
-		[][]byte{withOff(msgRec(t, "S", 1, "g1a", "k1a"), 1), withOff(msgRec(t, "S", 0, "g1b", "kstale"), 5)}, // S-0 expects 1
-		[][]byte{withOff(msgRec(t, "S", 0, "g2a", "k2a"), 1), withOff(msgRec(t, "S", 1, "g2b", "k2b"), 1)},    // as if g1 never was
-		[][]byte{withOff(msgRec(t, "S", 0, "g3", "kskip"), 2)},
-		[][]byte{withOff(msgRec(t, "S", 0, "g4", "k4"), 2), prepared},
-		[][]byte{withOff(msgRec(t, "Fresh", 3, "g5", "kfresh"), 1)}, // a queue that does not exist expects 0
+		[][]byte{withQueueOffset(msgRec(t, "S", 0, "g0a", "k0a"), 0), withQueueOffset(msgRec(t, "S", 1, "g0b", "k0b"), 0)},
+		[][]byte{withQueueOffset(msgRec(t, "S", 1, "g1a", "k1a"), 1), withQueueOffset(msgRec(t, "S", 0, "g1b", "kstale"), 5)}, // S-0 expects 1
+		[][]byte{withQueueOffset(msgRec(t, "S", 0, "g2a", "k2a"), 1), withQueueOffset(msgRec(t, "S", 1, "g2b", "k2b"), 1)},    // as if g1 never was
+		[][]byte{withQueueOffset(msgRec(t, "S", 0, "g3", "kskip"), 2)},
+		[][]byte{withQueueOffset(msgRec(t, "S", 0, "g4", "k4"), 2), prepared},
+		[][]byte{withQueueOffset(msgRec(t, "Fresh", 3, "g5", "kfresh"), 1)}, // a queue that does not exist expects 0
 	)
 	e.groups[3].Skip = true
 	writeEntryT(t, s, e)
@@ -522,12 +517,17 @@ func TestEntryLogTruncateWritten(t *testing.T) {
 	dispatchT(t, s, e2b.end, e2b.groups)
 
 	// across a roll: cut at the blank marker (end of the last entry kept)
-	var es []*testEntry
-	for len(es) == 0 || es[len(es)-1].pos < size {
-		e := entry(100 + len(es))
-		writeEntryT(t, s, e)
-		es = append(es, e)
+	// untilRoll writes entries numbered from base until one starts the next file.
+	untilRoll := func(base int) []*testEntry {
+		var es []*testEntry
+		for len(es) == 0 || es[len(es)-1].pos < size {
+			e := entry(base + len(es))
+			writeEntryT(t, s, e)
+			es = append(es, e)
+		}
+		return es
 	}
+	es := untilRoll(100)
 	if es[len(es)-1].pos != size {
 		t.Fatalf("rolled entry at %d", es[len(es)-1].pos)
 	}
@@ -559,12 +559,7 @@ func TestEntryLogTruncateWritten(t *testing.T) {
 	}
 
 	// across a roll again, cut at the next file's start: the marker stays
-	var es2 []*testEntry
-	for len(es2) == 0 || es2[len(es2)-1].pos < size {
-		e := entry(200 + len(es2))
-		writeEntryT(t, s, e)
-		es2 = append(es2, e)
-	}
+	es2 := untilRoll(200)
 	if es2[len(es2)-1].pos != size {
 		t.Fatalf("rolled entry at %d", es2[len(es2)-1].pos)
 	}
@@ -936,18 +931,13 @@ func TestEntryLogReadWhileWriting(t *testing.T) {
 func TestEntryLogClassicSlaveStream(t *testing.T) {
 	cfg := entryConfig(t)
 	s := openT(t, cfg)
-	withOff := func(r []byte, off int64) []byte {
-		v, _ := message.ParseView(r)
-		v.SetQueueOffset(off)
-		return r
-	}
 	for i := 0; i < 40; i++ {
 		e := newEntry(t, nil,
-			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("a", i), "ka"), int64(2*i))},
-			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("stale", i), "kstale"), int64(2*i+7))}, // S-0 expects 2i+1
-			[][]byte{withOff(msgRec(t, "S", 0, fmt.Sprint("b", i), "kb"), int64(2*i+1)), withOff(msgRec(t, "T", 1, fmt.Sprint("t", i), "kt"), int64(2*i))},
-			[][]byte{withOff(msgRec(t, "T", 1, fmt.Sprint("skip", i), "ks"), int64(2*i+1))},
-			[][]byte{withOff(msgRec(t, "T", 1, fmt.Sprint("c", i), "kc"), int64(2*i+1))},
+			[][]byte{withQueueOffset(msgRec(t, "S", 0, fmt.Sprint("a", i), "ka"), int64(2*i))},
+			[][]byte{withQueueOffset(msgRec(t, "S", 0, fmt.Sprint("stale", i), "kstale"), int64(2*i+7))}, // S-0 expects 2i+1
+			[][]byte{withQueueOffset(msgRec(t, "S", 0, fmt.Sprint("b", i), "kb"), int64(2*i+1)), withQueueOffset(msgRec(t, "T", 1, fmt.Sprint("t", i), "kt"), int64(2*i))},
+			[][]byte{withQueueOffset(msgRec(t, "T", 1, fmt.Sprint("skip", i), "ks"), int64(2*i+1))},
+			[][]byte{withQueueOffset(msgRec(t, "T", 1, fmt.Sprint("c", i), "kc"), int64(2*i+1))},
 		)
 		e.groups[3].Skip = true
 		writeEntryT(t, s, e)
@@ -1002,4 +992,11 @@ func TestEntryLogClassicSlaveStream(t *testing.T) {
 			t.Fatalf("queue %s-%d: %d units on the entry log, %d on the slave", q.topic, q.qid, len(a), len(b))
 		}
 	}
+}
+
+// withQueueOffset sets record r's QUEUEOFFSET, as the leader's sequencer would, and returns it.
+func withQueueOffset(r []byte, off int64) []byte {
+	v, _ := message.ParseView(r)
+	v.SetQueueOffset(off)
+	return r
 }
