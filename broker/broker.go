@@ -44,7 +44,7 @@ type CommitLog interface {
 // waiting to be proposed at deadline are dropped and answered context.DeadlineExceeded. scans,
 // when not nil, is the send plan's read of the records' properties (sendPlan.scans).
 type asyncCommitLog interface {
-	AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, then func([]storage.AppendResult, error))
+	AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error))
 }
 
 // Broker is one broker process's serving state.

@@ -104,7 +104,36 @@ func (s *statusPages) handler() http.Handler {
 	registerStatusPage(mux) // statuspage.go: GET / and /ui
 	mux.HandleFunc("/status", s.serveStatus)
 	mux.HandleFunc(ReadyPath, s.serveReady) // ready.go: readiness for probes, public
+	mux.HandleFunc(SendTracePath, s.serveSendTrace)
 	return opshttp.Guard(mux, opts, statusPagePublicPaths...)
+}
+
+// SendTracePath serves the send latency breakdown (sendTraceEnable, DLedger mode): JSON with
+// "leader", the sends this node led, and "follower", the AppendEntries it stored as follower
+// (sendtrace.Report each); ?format=text, the same as tables. ?reset=1 forgets both instead, as a
+// benchmark does after its warm-up.
+const SendTracePath = "/debug/sendtrace"
+
+func (s *statusPages) serveSendTrace(w http.ResponseWriter, r *http.Request) {
+	rp, ok := s.place.(*raftPlace)
+	if !ok || rp.sends == nil {
+		http.Error(w, "send tracing is off: it needs DLedger mode and sendTraceEnable=true", http.StatusNotFound)
+		return
+	}
+	if r.URL.Query().Get("format") == "text" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_ = rp.sends.Report().WriteText(w, "sends led by "+rp.selfID)
+		_ = rp.node.FollowerTrace().WriteText(w, "AppendEntries stored as follower by "+rp.selfID)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if r.URL.Query().Get("reset") != "" {
+		rp.sends.Reset()
+		rp.node.ResetTrace()
+		_, _ = w.Write([]byte(`{"reset":true}` + "\n"))
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"leader": rp.sends.Report(), "follower": rp.node.FollowerTrace()})
 }
 
 // serveStatus answers /status: the broker's identity, store, lists and live figures as JSON.

@@ -98,7 +98,7 @@ func (t timedCommitLog) Append(ctx context.Context, records [][]byte) ([]storage
 }
 
 // AppendFunc times the asynchronous append as Append times the synchronous one.
-func (t timedCommitLog) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, then func([]storage.AppendResult, error)) {
+func (t timedCommitLog) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error)) {
 	a, ok := t.CommitLog.(asyncCommitLog)
 	if !ok {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -107,7 +107,7 @@ func (t timedCommitLog) AppendFunc(deadline time.Time, records [][]byte, scans [
 		return
 	}
 	start := time.Now()
-	a.AppendFunc(deadline, records, scans, func(res []storage.AppendResult, err error) {
+	a.AppendFunc(deadline, records, scans, received, func(res []storage.AppendResult, err error) {
 		if err == nil {
 			t.h.ObserveDuration(time.Since(start))
 		}

@@ -104,7 +104,7 @@ func TestMetricsTimedCommitLog(t *testing.T) {
 		t.Fatal("the error was lost")
 	}
 	done := make(chan error, 1)
-	timed.(asyncCommitLog).AppendFunc(time.Now().Add(time.Second), nil, nil, func(_ []storage.AppendResult, err error) { done <- err })
+	timed.(asyncCommitLog).AppendFunc(time.Now().Add(time.Second), nil, nil, 0, func(_ []storage.AppendResult, err error) { done <- err })
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

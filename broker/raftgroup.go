@@ -15,6 +15,7 @@ import (
 	"rocketraft/config"
 	"rocketraft/dledger"
 	"rocketraft/fsm"
+	"rocketraft/internal/sendtrace"
 	"rocketraft/storage"
 )
 
@@ -32,6 +33,8 @@ type proposal struct {
 	// the entry is proposed) only when scans is: the key under which LeaderScans holds them
 	// until the send's outcome Drops it.
 	entry []byte
+	// trace is the send's trace when sendTraceEnable is set (package sendtrace), else nil.
+	trace *sendtrace.Trace
 }
 
 // raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
@@ -42,7 +45,9 @@ type raftGroup struct {
 	node    *dledger.Node
 	batcher *appendBatcher
 	// scans hands the sends' reads of their properties to this node's apply (fsm.LeaderScans).
-	scans  *fsm.LeaderScans
+	scans *fsm.LeaderScans
+	// sends keeps the completed traces of the sends this node led (nil unless sendTraceEnable).
+	sends  *sendtrace.Collector
 	selfID string
 	group  string // dLegerGroup, for messages
 	// readCtx bounds readers waiting in acquire for a restore's new store; close cancels it.
@@ -146,12 +151,16 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		SerialLeaderWrite:  cfg.DLegerSerialLeaderWrite,
 		Join:               cfg.DLegerJoin,
 		OnDiskFailure:      onDisk,
+		SendTrace:          cfg.SendTraceEnable,
 	}, f)
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("open raft node %s of group %s: %w", cfg.DLegerSelfID, cfg.DLegerGroup, err)
 	}
 	rg := &raftGroup{fsm: f, node: node, scans: scans, selfID: cfg.DLegerSelfID, group: cfg.DLegerGroup, index: index, peers: peers}
+	if cfg.SendTraceEnable {
+		rg.sends = sendtrace.NewCollector(sendtrace.LeaderStages)
+	}
 	rg.readCtx, rg.stopReads = context.WithCancel(context.Background())
 	go rg.proposeDigestChecks(logger)
 	maxBytes := int(cfg.DLegerBatchMaxBytes)
@@ -162,7 +171,11 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		}
 		maxBytes = min(maxBytes, int(sc.MappedFileSizeCommitLog/2))
 	}
-	rg.batcher = dledger.NewBatcher(node, appendCodec(scans), dledger.BatchOptions{
+	codec := appendCodec(scans)
+	if cfg.SendTraceEnable {
+		codec.Trace = func(p *proposal) *sendtrace.Trace { return p.trace }
+	}
+	rg.batcher = dledger.NewBatcher(node, codec, dledger.BatchOptions{
 		MaxBytes:    maxBytes,
 		MaxItems:    int(cfg.DLegerBatchMaxItems),
 		MaxInFlight: int(cfg.DLegerBatchMaxInFlight),
@@ -249,18 +262,28 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 // AppendFunc is Append with the outcome handed to then (see asyncCommitLog). scans, when not
 // nil, is the send path's read of the records' properties (one per record): this node's apply
 // of the entry uses it (fsm.LeaderScans) and it is forgotten once the send has its outcome.
-func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, then func([]storage.AppendResult, error)) {
+// received is when the send request was decoded (a sendtrace stamp): with sendTraceEnable the
+// send's trace starts there and ends once then has answered it.
+func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error)) {
 	if err := rg.checkSpace(records); err != nil {
 		then(nil, err)
 		return
 	}
 	p := &proposal{records: records, scans: scans}
+	if rg.sends != nil && received != 0 {
+		p.trace = &sendtrace.Trace{}
+		p.trace.At[sendtrace.Received] = received
+	}
 	rg.batcher.SubmitFunc(deadline, p, func(res []storage.AppendResult, err error) {
 		// The batcher answers an item once: after its entry's outcome (applied here, which took
 		// the reads, or failed), or without having put it in an entry (p.entry nil). Should a
 		// failed entry still be applied here later, that apply reads the records itself.
 		rg.scans.Drop(p.entry)
 		then(checkAppend(records, res, err))
+		if err == nil && p.trace != nil {
+			p.trace.Mark(sendtrace.Responded)
+			rg.sends.Add(p.trace)
+		}
 	})
 }
 

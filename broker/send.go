@@ -16,6 +16,7 @@ import (
 	"rocketraft/broker/txn"
 	"rocketraft/config"
 	"rocketraft/dledger"
+	"rocketraft/internal/sendtrace"
 	"rocketraft/message"
 	"rocketraft/protocol"
 	"rocketraft/remoting"
@@ -66,6 +67,7 @@ const sendTimeout = 8 * time.Second
 // stored layout with the store host and time stamped, append, and answer with
 // the offset msgIds and queue offsets.
 func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
+	received := sendtrace.Now()
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetExt("MSG_REGION", s.cfg.RegionID)
 	resp.SetExt("TRACE_ON", strconv.FormatBool(s.cfg.TraceOn))
@@ -170,7 +172,7 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send.
 	answer := conn.Defer(req)
-	alog.AppendFunc(now.Add(sendTimeout), records, p.scans(batch), func(results []storage.AppendResult, err error) {
+	alog.AppendFunc(now.Add(sendTimeout), records, p.scans(batch), received, func(results []storage.AppendResult, err error) {
 		finish := func() *remoting.Command { return s.finishSend(inf, results, err) }
 		if errors.Is(err, dledger.ErrNotLeader) {
 			go answer.Answer(finish) // forwards to the new leader: may wait

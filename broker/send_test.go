@@ -65,7 +65,7 @@ func (c *sendTestLog) stored(t *testing.T) []*message.Message {
 // asyncSendTestLog adds AppendFunc, which makes the sender take the DLedger path.
 type asyncSendTestLog struct{ sendTestLog }
 
-func (c *asyncSendTestLog) AppendFunc(_ time.Time, records [][]byte, _ []storage.Scanned, then func([]storage.AppendResult, error)) {
+func (c *asyncSendTestLog) AppendFunc(_ time.Time, records [][]byte, _ []storage.Scanned, _ int64, then func([]storage.AppendResult, error)) {
 	res, err := c.Append(context.Background(), records)
 	then(res, err)
 }

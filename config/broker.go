@@ -172,6 +172,9 @@ type Broker struct {
 	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec" unit:"seconds" help:"how often to check whether to snapshot, seconds (0 = 120)"`                    // how often to check whether to snapshot, seconds
 	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold" unit:"entries" help:"snapshot once this many entries follow the last one (0 = 8192)"`                 // snapshot once this many entries are past the last one
 	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: wal | bolt | commitlog (\"\" = wal)"`                                                    // wal | bolt | commitlog; "" = wal
+	// SendTraceEnable: DLedger mode records where each send's time goes (the batcher, Raft, the
+	// followers' writes, the apply) and serves the breakdown at /debug/sendtrace on the HTTP port.
+	SendTraceEnable bool `prop:"sendTraceEnable" help:"DLedger mode: break each send's latency into its steps, served at /debug/sendtrace"` // default false
 	// DLegerFastFailover: followers probe the leader's Raft port and campaign at once when its
 	// process is gone (connection closed, dial refused) instead of after the heartbeat timeout.
 	DLegerFastFailover     bool  `prop:"dLegerFastFailover" help:"followers campaign at once when the leader's process is gone"` // default true

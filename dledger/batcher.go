@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"rocketraft/internal/sendtrace"
 )
 
 // Batcher defaults.
@@ -50,6 +52,10 @@ type BatchCodec[T, R any] struct {
 	Split func(resp any, n int) ([]Result[R], error)
 	// Size estimates an item's encoded size, for BatchOptions.MaxBytes. Nil counts 0.
 	Size func(item T) int
+	// Trace, when set, returns the item's send trace (nil: not traced); the batcher marks the
+	// milestones it sees and, once the entry has its outcome, copies in the entry's own
+	// (package sendtrace) before answering the item.
+	Trace func(item T) *sendtrace.Trace
 }
 
 // BatchOptions bounds the entries a Batcher builds. Zero values take the DefaultBatch* constants.
@@ -102,6 +108,7 @@ type pending[T, R any] struct {
 	done     chan Result[R]
 	then     func(R, error)
 	deadline time.Time // SubmitFunc: drop the item if it is still queued then
+	trace    *sendtrace.Trace
 }
 
 // finish delivers the item's result to its caller.
@@ -181,6 +188,10 @@ func (b *Batcher[T, R]) SubmitFunc(deadline time.Time, item T, then func(R, erro
 
 // enqueue queues p for the next entry; false if the batcher is closed.
 func (b *Batcher[T, R]) enqueue(p *pending[T, R]) bool {
+	if b.codec.Trace != nil {
+		p.trace = b.codec.Trace(p.item)
+		p.trace.Mark(sendtrace.Queued)
+	}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -372,6 +383,7 @@ func (b *Batcher[T, R]) send(batch []*pending[T, R]) {
 	items := make([]T, len(batch))
 	for i, p := range batch {
 		items[i] = p.item
+		p.trace.Mark(sendtrace.Proposed)
 	}
 	data := b.codec.Encode(items)
 	b.nEntries.Add(1)
@@ -380,6 +392,11 @@ func (b *Batcher[T, R]) send(batch []*pending[T, R]) {
 	b.inflight.Add(1)
 	b.entries.Add(1)
 	f := b.node.propose(data, applyEnqueueTimeout)
+	if b.codec.Trace != nil {
+		for _, p := range batch {
+			p.trace.Mark(sendtrace.Handed)
+		}
+	}
 	go func() {
 		defer func() {
 			b.inflight.Add(-1)
@@ -400,6 +417,15 @@ const applyEnqueueTimeout = 10 * time.Second
 // complete waits for the entry and delivers each item's result.
 func (b *Batcher[T, R]) complete(batch []*pending[T, R], f raft.ApplyFuture) {
 	results, err := b.outcome(f, len(batch))
+	if b.codec.Trace != nil && err == nil {
+		idx, entries := f.Index(), b.node.trace.leaderEntries()
+		for _, p := range batch {
+			if p.trace != nil {
+				entries.Fill(idx, p.trace)
+				p.trace.Mark(sendtrace.Answered)
+			}
+		}
+	}
 	for i, p := range batch {
 		if err != nil {
 			p.finish(Result[R]{Err: err})

@@ -122,6 +122,10 @@ type Config struct {
 	// Raft as before.
 	OnDiskFailure func(op string, err error) `json:"-"`
 
+	// SendTrace records where each send's time goes (package sendtrace): the node marks its
+	// entries' milestones and keeps its AppendEntries traces as follower (Node.FollowerTrace).
+	SendTrace bool `json:"-"`
+
 	walVFS walTypes.VFS // tests: raft-wal's file system under the deferred fsyncs (nil: the real one)
 	// Benchmarks only: heartbeatFastPath installs hashicorp/raft's heartbeat fast path (what
 	// raftTransport refuses), to measure against; onHeartbeat is told each heartbeat's round trip

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 
+	"rocketraft/internal/sendtrace"
 	"rocketraft/peerauth"
 )
 
@@ -64,6 +65,8 @@ type inbound struct {
 	// heartbeat, when set (benchmarks only, raftTransport.fastPath), runs heartbeats on the
 	// connection's goroutine instead of Raft's main loop.
 	heartbeat atomic.Pointer[func(raft.RPC)]
+	// trace, when set (Config.SendTrace), gets each AppendEntries' milestones on this side.
+	trace atomic.Pointer[nodeTrace]
 }
 
 func newInbound(s *streamLayer, secret []byte, log hclog.Logger) *inbound {
@@ -129,7 +132,8 @@ func (in *inbound) serve(c net.Conn) {
 	mh.TimeNotBuiltin = true // the library's default encoding of times (msgpackUseNewTimeFormat off)
 	enc := codec.NewEncoder(w, mh)
 	for {
-		keep, err := in.handle(r, dec, enc, peer, c.RemoteAddr().String())
+		var tr appendTrace
+		keep, err := in.handle(r, dec, enc, peer, c.RemoteAddr().String(), &tr)
 		if err != nil {
 			select {
 			case <-in.s.closed:
@@ -143,12 +147,14 @@ func (in *inbound) serve(c net.Conn) {
 		if err := w.Flush(); err != nil || !keep {
 			return
 		}
+		in.trace.Load().appended(&tr)
 	}
 }
 
 // handle reads one RPC, checks it, hands it to Raft and encodes the answer. keep false: close
-// the connection after the answer.
-func (in *inbound) handle(r *bufio.Reader, dec *codec.Decoder, enc *codec.Encoder, peer, remote string) (keep bool, err error) {
+// the connection after the answer. With tracing, an AppendEntries carrying entries is marked in
+// tr.
+func (in *inbound) handle(r *bufio.Reader, dec *codec.Decoder, enc *codec.Encoder, peer, remote string, tr *appendTrace) (keep bool, err error) {
 	typ, err := r.ReadByte()
 	if err != nil {
 		return false, err
@@ -173,6 +179,10 @@ func (in *inbound) handle(r *bufio.Reader, dec *codec.Decoder, enc *codec.Encode
 		}
 		heartbeat = req.Term != 0 && leader != nil && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 &&
 			len(req.Entries) == 0 && req.LeaderCommitIndex == 0
+		if n := len(req.Entries); n > 0 && in.trace.Load() != nil {
+			tr.Mark(sendtrace.FollowerReceived)
+			tr.index = req.Entries[n-1].Index
+		}
 	case rpcRequestVote:
 		req := &raft.RequestVoteRequest{}
 		if err := dec.Decode(req); err != nil {

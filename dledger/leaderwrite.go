@@ -10,6 +10,7 @@ import (
 	walfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/types"
 
+	"rocketraft/internal/sendtrace"
 	"rocketraft/internal/uring"
 )
 
@@ -55,6 +56,7 @@ type syncTracker struct {
 	leading  atomic.Pointer[func() bool] // set once Raft runs; nil: every write synchronous
 	base     types.VFS                   // the real file system under syncVFS
 	ring     *uring.Ring                 // fsyncs that leave the processor free; nil: direct
+	trace    *nodeTrace                  // nil unless Config.SendTrace
 }
 
 // newSyncTracker starts the background fsync goroutine for raft-wal files on base (the real file
@@ -95,8 +97,9 @@ func (t *syncTracker) run() {
 		t.syncing = false
 		if err != nil && t.err == nil {
 			t.err = err
-		} else if err == nil && t.err == nil && target > t.durable.Load() {
+		} else if prev := t.durable.Load(); err == nil && t.err == nil && target > prev {
 			t.durable.Store(target)
+			t.trace.leaderEntries().MarkRange(prev+1, target, sendtrace.Synced)
 		}
 		again := len(t.dirty) > 0 || t.written > t.durable.Load()
 		t.cond.Broadcast()
@@ -356,7 +359,7 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 		if err := l.t.drain(); err != nil {
 			return err
 		}
-		if err := l.LogStore.StoreLogs(logs); err != nil {
+		if err := l.storeFollowing(logs, last); err != nil {
 			return err
 		}
 		l.t.setDurable(last)
@@ -376,6 +379,9 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 	} else {
 		err = l.LogStore.StoreLogs(logs)
 	}
+	if err == nil {
+		markLogs(t.trace.leaderEntries(), logs, sendtrace.Written)
+	}
 	t.mu.Lock()
 	t.deferred = false
 	if err == nil {
@@ -394,6 +400,31 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 		return t.drain()
 	}
 	return err
+}
+
+// storeFollowing is a follower's write: entries written and synced before StoreLogs returns.
+// With tracing, a store that can sync apart (the commitlog) is written and synced in two steps so
+// the trace can tell the write from the fsync; that is what its StoreLogs does anyway.
+func (l *leaderLog) storeFollowing(logs []*raft.Log, last uint64) error {
+	e := l.t.trace.followerEntries()
+	if e == nil {
+		return l.LogStore.StoreLogs(logs)
+	}
+	e.Mark(last, sendtrace.FollowerStoring)
+	if u, ok := l.LogStore.(unsyncedStore); ok {
+		if err := u.StoreLogsUnsynced(logs); err != nil {
+			return err
+		}
+		e.Mark(last, sendtrace.FollowerWritten)
+		if err := u.SyncLogs(); err != nil {
+			return err
+		}
+	} else if err := l.LogStore.StoreLogs(logs); err != nil {
+		return err
+	}
+	e.Mark(last, sendtrace.FollowerWritten) // the write and the fsync were one call
+	e.Mark(last, sendtrace.FollowerSynced)
+	return nil
 }
 
 // holdsConfiguration reports whether logs include a membership change.
@@ -435,10 +466,13 @@ func (l *leaderLog) DeleteRange(min, max uint64) error {
 type durableFSM struct {
 	raft.FSM
 	t      *syncTracker
-	report failReporter // Config.OnDiskFailure (diskfail.go)
+	report failReporter       // Config.OnDiskFailure (diskfail.go)
+	trace  *sendtrace.Entries // nil unless Config.SendTrace
 }
 
 func (f durableFSM) Apply(l *raft.Log) interface{} {
+	f.trace.Mark(l.Index, sendtrace.Applying)
+	defer f.trace.Mark(l.Index, sendtrace.Applied)
 	if err := f.t.awaitDurable(l.Index); err != nil {
 		_ = f.report.check(fmt.Sprintf("fsync of the leader's raft log before applying entry %d", l.Index), err)
 		// Applying would let this replica (and the client's acknowledgement) run ahead of a log

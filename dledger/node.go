@@ -43,6 +43,8 @@ type Node struct {
 	// behindCandidateTerm is the highest term in which a candidate asked for this node's vote
 	// with a log behind this node's (liveness.go).
 	behindCandidateTerm atomic.Uint64
+	// trace is nil unless Config.SendTrace (sendtrace.go).
+	trace *nodeTrace
 	// proposeMu orders Config.Sequencer's stamps with Raft's hand-offs (propose.go).
 	proposeMu sync.Mutex
 
@@ -90,8 +92,12 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		logs    raft.LogStore
 		tracker *syncTracker // raft-wal: writes deferred once it follows Raft (leaderwrite.go)
 	)
+	if cfg.SendTrace {
+		n.trace = newNodeTrace()
+	}
 	if cfg.LogStore == LogStoreWAL || cfg.LogStore == LogStoreCommitLog {
 		tracker = newSyncTracker(cfg.walVFS)
+		tracker.trace = n.trace
 		if _, err := uring.Shared(); err != nil {
 			cfg.Logger.Info("raft log fsyncs run directly, holding a Go processor while they wait", "reason", err)
 		}
@@ -127,6 +133,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		return nil, fmt.Errorf("dledger: listen on %s: %w", self.Addr, err)
 	}
 	closers = append(closers, n.trans)
+	n.trans.in.trace.Store(n.trace)
 
 	rc := n.raftConfig()
 	if err = raft.ValidateConfig(rc); err != nil {
@@ -142,10 +149,10 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		}
 	}
 	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport"),
-		followers: &n.followers}
+		followers: &n.followers, trace: n.trace.leaderEntries()}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
-		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure}, tracker
+		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure, trace: n.trace.leaderEntries()}, tracker
 	}
 	if n.raft, err = raft.NewRaft(rc, fsm, logs, stable, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)

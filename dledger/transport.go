@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"rocketraft/internal/sendtrace"
 	"rocketraft/peerauth"
 )
 
@@ -197,6 +198,7 @@ type raftTransport struct {
 	log         hclog.Logger        // nil: silent
 	stall       time.Duration       // pipelineStall; tests shorten it
 	followers   *followerLog        // followers.go; nil: not recorded
+	trace       *sendtrace.Entries  // marks entries as replicated; nil unless Config.SendTrace
 }
 
 // SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
@@ -252,9 +254,13 @@ func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 		}
 		return err
 	}
+	markLogs(c.trace, req.Entries, sendtrace.Sending)
 	err := c.NetworkTransport.AppendEntries(id, target, req, resp)
 	if err == nil {
 		c.followers.note(id, target, req, resp)
+		if resp.Success {
+			markLogs(c.trace, req.Entries, sendtrace.Replicated)
+		}
 	}
 	return err
 }
@@ -263,6 +269,9 @@ func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Serve
 	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
 	if err != nil {
 		return p, err
+	}
+	if c.trace != nil {
+		p = newTracedPipeline(p, c.trace)
 	}
 	return guardedPipeline(p, c, target), nil
 }
@@ -301,5 +310,6 @@ func (p *stallGuardPipeline) AppendEntries(req *raft.AppendEntriesRequest, resp 
 		p.AppendPipeline.Close()
 	})
 	defer guard.Stop()
+	markLogs(p.c.trace, req.Entries, sendtrace.Sending)
 	return p.AppendPipeline.AppendEntries(req, resp)
 }

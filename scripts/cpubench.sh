@@ -14,6 +14,9 @@
 #   PROFILE=secs     pprof CPU profiles of every broker (httpPort), taken after the warm-up
 #   PERF=secs        perf record -g of the brokers (kernel time included, which pprof under-counts
 #                    on this VM); PERF_EVENT=sched:sched_switch records context switches instead
+#   TRACE=1          brokers run with sendTraceEnable: after the run the script prints where a
+#                    send's time went on the leader and where an AppendEntries' went on each
+#                    follower (/debug/sendtrace, traces from the end of the warm-up on)
 #   OUT (result dir, default a temp dir), BASE_PORT (23000), BIN (binaries, ./bin)
 #   BROKER_FLAGS (extra broker flags), BROKER_ENV (environment for the brokers, e.g. GOGC=200),
 #   BROKER_ENV_N0..N2 (environment for one node only), WAIT_LEADER=i (wait up to 30 s for node i
@@ -59,7 +62,8 @@ for i in $(seq 0 $((nodes - 1))); do
 	# shellcheck disable=SC2086
 	env ${BROKER_ENV:-} ${!nodeenv:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) --enablePprof=true \
 		--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
-		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} >"$OUT/broker-n$i.log" 2>&1 &
+		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} \
+		$([ "${TRACE:-0}" != 0 ] && echo --sendTraceEnable=true) >"$OUT/broker-n$i.log" 2>&1 &
 	pids+=($!)
 	bpids+=($!)
 done
@@ -82,6 +86,12 @@ declare -A before sbefore after safter
 for i in "${!bpids[@]}"; do before[$i]=$(ticks "${bpids[$i]}"); sbefore[$i]=$(sticks "${bpids[$i]}"); done
 k0=$(kticks)
 m0=$(mticks)
+if [ "${TRACE:-0}" != 0 ]; then
+	(
+		sleep "${WARMUP%s}"
+		for i in $(seq 0 $((nodes - 1))); do curl -s -o /dev/null "http://127.0.0.1:$((BP + 200 + i))/debug/sendtrace?reset=1"; done
+	) &
+fi
 if [ "$PROFILE" != 0 ]; then
 	(
 		sleep "${WARMUP%s}"
@@ -135,4 +145,10 @@ grep -o '"msgs_per_sec": *[0-9.]*\|"p50_ms": *[0-9.]*\|"p99_ms": *[0-9.]*\|"tota
 echo
 grep -o '"batcher":{[^}]*}' "$OUT/leader-status.json" || true
 awk -F, -v n="$total" '$1 ~ /^[0-9]/ {e = $3; sub(/.*sys_enter_?/, "", e); if (e == "") e = "syscalls"; printf "%s=%.3f ", e, $1 / n} END {print "/msg (brokers)"}' "$OUT/perfstat.csv" || true
+if [ "${TRACE:-0}" != 0 ]; then
+	for i in $(seq 0 $((nodes - 1))); do
+		curl -s "http://127.0.0.1:$((BP + 200 + i))/debug/sendtrace?format=text" | tee "$OUT/sendtrace-n$i.txt" |
+			awk -v leader=$([ "$i" = "$leader" ] && echo 1 || echo 0) '/^sends led/ {show = leader} /^AppendEntries/ {show = !leader} show'
+	done
+fi
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg); results in $OUT"
