@@ -79,8 +79,8 @@ func checkCache(t *testing.T, c *logCache) {
 	if sum != size {
 		t.Fatalf("cache counts %d bytes, entries hold %d", size, sum)
 	}
-	if size > c.maxBytes && n > logCacheMinEntries {
-		t.Fatalf("cache holds %d bytes in %d entries, bound %d bytes beyond the newest %d", size, n, c.maxBytes, logCacheMinEntries)
+	if keep := max(logCacheMinEntries, c.batch); size > c.maxBytes && n > keep {
+		t.Fatalf("cache holds %d bytes in %d entries, bound %d bytes beyond the newest %d", size, n, c.maxBytes, keep)
 	}
 }
 
@@ -119,13 +119,21 @@ func TestLogCacheBoundedByBytes(t *testing.T) {
 		t.Fatalf("an entry past the cache was read %d times from the store, want 1", store.gets)
 	}
 
-	// Entries larger than the whole budget: the newest logCacheMinEntries stay cached.
+	// A batch larger than the whole budget stays cached whole until the next store (a follower
+	// applies it right after storing it); then the newest logCacheMinEntries stay.
 	if err := c.StoreLogs(entries(41, 60, 100<<10)); err != nil {
 		t.Fatal(err)
 	}
 	checkCache(t, c)
-	if first, last, _ := c.cached(); first != 60-logCacheMinEntries+1 || last != 60 {
-		t.Fatalf("after oversized entries the cache holds [%d, %d], want the newest %d", first, last, logCacheMinEntries)
+	if first, last, _ := c.cached(); first != 41 || last != 60 {
+		t.Fatalf("after a batch of oversized entries the cache holds [%d, %d], want the batch [41, 60]", first, last)
+	}
+	if err := c.StoreLogs(entries(61, 61, 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	checkCache(t, c)
+	if first, last, _ := c.cached(); first != 61-logCacheMinEntries+1 || last != 61 {
+		t.Fatalf("after one more oversized entry the cache holds [%d, %d], want the newest %d", first, last, logCacheMinEntries)
 	}
 }
 
@@ -287,10 +295,13 @@ func TestSmallLogCacheReplicates(t *testing.T) {
 	apply(60, 120) // the stopped follower's missing entries are long gone from the leader's cache
 	c.restart(f.ID())
 	c.sameLogs(electionBound, want)
+	// Beyond the byte bound the cache keeps the newest logCacheMinEntries, or the last batch
+	// stored whole: at most one AppendEntries' worth on a follower.
+	maxBatch := raft.DefaultConfig().MaxAppendEntries
 	for id, n := range c.nodes {
 		st := n.Status()
-		if st.LogCacheEntries == 0 || st.LogCacheEntries > logCacheMinEntries && st.LogCacheBytes > budget {
-			t.Errorf("%s: cache holds %d entries, %d bytes (bound %d bytes beyond the newest %d)", id, st.LogCacheEntries, st.LogCacheBytes, budget, logCacheMinEntries)
+		if st.LogCacheEntries == 0 || st.LogCacheEntries > max(logCacheMinEntries, maxBatch) && st.LogCacheBytes > budget {
+			t.Errorf("%s: cache holds %d entries, %d bytes (bound %d bytes beyond the newest %d)", id, st.LogCacheEntries, st.LogCacheBytes, budget, max(logCacheMinEntries, maxBatch))
 		}
 	}
 }

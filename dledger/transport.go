@@ -199,6 +199,8 @@ type raftTransport struct {
 	stall       time.Duration       // pipelineStall; tests shorten it
 	followers   *followerLog        // followers.go; nil: not recorded
 	trace       *sendtrace.Entries  // marks entries as replicated; nil unless Config.SendTrace
+	stop        <-chan struct{}     // closed when the node shuts down: ends a wait for a down peer
+	downWait    time.Duration       // downPeerWait; tests shorten it
 }
 
 // SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
@@ -245,7 +247,7 @@ func (c raftTransport) clamp(req *raft.AppendEntriesRequest) {
 
 func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	c.clamp(req)
-	if c.onHeartbeat != nil && len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.LeaderCommitIndex == 0 {
+	if c.onHeartbeat != nil && isHeartbeat(req) {
 		began := time.Now()
 		err := c.NetworkTransport.AppendEntries(id, target, req, resp)
 		if err == nil {
@@ -256,11 +258,73 @@ func (c raftTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress
 	}
 	markLogs(c.trace, req.Entries, sendtrace.Sending)
 	err := c.NetworkTransport.AppendEntries(id, target, req, resp)
+	if err != nil && dialFailed(err) && !isHeartbeat(req) {
+		err = c.awaitPeer(err, func() error {
+			c.clamp(req)
+			return c.NetworkTransport.AppendEntries(id, target, req, resp)
+		})
+	}
 	if err == nil {
 		c.followers.note(id, target, req, resp)
 		if resp.Success {
 			markLogs(c.trace, req.Entries, sendtrace.Replicated)
 		}
+	}
+	return err
+}
+
+// A follower that cannot be dialled (its process is down, its host unreachable) makes
+// hashicorp/raft's replication back off before each next try, doubling from 10 ms up to 10.24 s
+// (replication.go's backoff, uncapped unlike the heartbeat's): after an outage of some seconds a
+// restarted follower waited up to 10 s for the leader's next try (the catch-up benchmark saw
+// 4-5 s between a follower's exec and its first entry, 2026-12-02). So a replication
+// AppendEntries (never a heartbeat, which has its own capped backoff) that fails to dial is tried
+// again every downPeerRetry for up to downPeerWait before the error reaches Raft: the follower is
+// sent its entries within downPeerRetry of coming back, and Raft counts one failure per
+// downPeerWait instead of one per try. The wait ends early when this node shuts down or stops
+// leading; the call only ever blocks Raft's replication goroutine for that peer.
+const (
+	downPeerWait  = 30 * time.Second
+	downPeerRetry = 50 * time.Millisecond
+)
+
+// isHeartbeat reports whether req is Raft's heartbeat (replication.go's heartbeat sends only the
+// term and the leader).
+func isHeartbeat(req *raft.AppendEntriesRequest) bool {
+	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 && req.LeaderCommitIndex == 0
+}
+
+// dialFailed reports whether err is a failure to connect to the peer (nothing was sent).
+func dialFailed(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// awaitPeer tries rpc again every downPeerRetry while it fails to dial, for up to downPeerWait,
+// and returns its last outcome (err, the first failure's, if no try was made).
+func (c raftTransport) awaitPeer(err error, rpc func() error) error {
+	wait := c.downWait
+	if wait <= 0 {
+		wait = downPeerWait
+	}
+	deadline := time.Now().Add(wait)
+	t := time.NewTimer(downPeerRetry)
+	defer t.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.stop:
+			return err
+		case <-t.C:
+		}
+		if c.t != nil {
+			if f := c.t.leading.Load(); f != nil && !(*f)() {
+				return err // no longer the leader: Raft is stopping this replication
+			}
+		}
+		if err = rpc(); err == nil || !dialFailed(err) {
+			return err
+		}
+		t.Reset(downPeerRetry)
 	}
 	return err
 }

@@ -222,3 +222,104 @@ func TestStalledPipelineIsClosed(t *testing.T) {
 		t.Fatal("a stalled pipelined AppendEntries was still blocked after 10 s")
 	}
 }
+
+// appender is a peer's transport that accepts every AppendEntries, until stopped.
+func appender(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := newTransport(addr, ln, testLogger("appender"), "appender", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.in.gate.attach(fixedView{})
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case rpc := <-tr.Consumer():
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		tr.Close()
+	}
+}
+
+// TestReplicationWaitsForADownPeer: an AppendEntries carrying entries to a peer that cannot be
+// dialled is tried again until the peer is back, instead of failing at once into Raft's growing
+// backoff; a heartbeat still fails at once, and the wait ends when the node shuts down.
+func TestReplicationWaitsForADownPeer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"), "self", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	stop := make(chan struct{})
+	tr := raftTransport{netTransport: self, stop: stop, downWait: 10 * time.Second}
+	entries := func() *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("self")}, Term: 1, PrevLogEntry: 4, PrevLogTerm: 1,
+			LeaderCommitIndex: 4, Entries: []*raft.Log{{Index: 5, Term: 1, Type: raft.LogCommand, Data: []byte("x")}}}
+	}
+
+	var resp raft.AppendEntriesResponse
+	hb := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("self")}, Term: 1}
+	start := time.Now()
+	if err := tr.AppendEntries("peer", raft.ServerAddress(addr), hb, &resp); err == nil || !dialFailed(err) {
+		t.Fatalf("heartbeat to a down peer: %v, want a dial error", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("a heartbeat to a down peer took %v: it must not wait", took)
+	}
+
+	var stopPeer func()
+	var mu sync.Mutex
+	back := time.AfterFunc(400*time.Millisecond, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopPeer = appender(t, addr)
+	})
+	defer func() {
+		back.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		if stopPeer != nil {
+			stopPeer()
+		}
+	}()
+	start = time.Now()
+	if err := tr.AppendEntries("peer", raft.ServerAddress(addr), entries(), &resp); err != nil || !resp.Success {
+		t.Fatalf("entries to a peer back after 400 ms: %v, success %v", err, resp.Success)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("entries answered after %v: want the peer's return (400 ms) plus at most a retry", took)
+	}
+
+	// A peer that never comes back: the wait ends with the node.
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln2.Addr().String()
+	ln2.Close()
+	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
+	start = time.Now()
+	if err := tr.AppendEntries("gone", raft.ServerAddress(gone), entries(), &resp); err == nil || !dialFailed(err) {
+		t.Fatalf("entries to a peer that never came back: %v, want its dial error", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the wait went on %v after the node stopped", took)
+	}
+}
