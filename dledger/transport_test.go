@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// voter is a peer's transport that grants every vote request, until stopped.
-func voter(t *testing.T, addr string) (stop func()) {
+// fakePeer is a peer's transport on addr answering every RPC with answer, until stopped.
+func fakePeer(t *testing.T, addr, name string, answer func(rpc raft.RPC)) (stop func()) {
 	t.Helper()
 	var ln net.Listener
 	eventually(t, 10*time.Second, func() error {
@@ -23,7 +23,7 @@ func voter(t *testing.T, addr string) (stop func()) {
 		}
 		return err
 	})
-	tr, err := newTransport(addr, ln, testLogger("voter"), "voter", nil)
+	tr, err := newTransport(addr, ln, testLogger(name), name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func voter(t *testing.T, addr string) (stop func()) {
 		for {
 			select {
 			case rpc := <-tr.Consumer():
-				rpc.Respond(&raft.RequestVoteResponse{Granted: true}, nil)
+				answer(rpc)
 			case <-done:
 				return
 			}
@@ -43,6 +43,11 @@ func voter(t *testing.T, addr string) (stop func()) {
 		close(done)
 		tr.Close()
 	}
+}
+
+// voter is a peer's transport that grants every vote request, until stopped.
+func voter(t *testing.T, addr string) (stop func()) {
+	return fakePeer(t, addr, "voter", func(rpc raft.RPC) { rpc.Respond(&raft.RequestVoteResponse{Granted: true}, nil) })
 }
 
 // TestVoteRequestSurvivesPeerRestart: the transport's pool still holds a connection to a peer's
@@ -225,31 +230,9 @@ func TestStalledPipelineIsClosed(t *testing.T) {
 
 // appender is a peer's transport that accepts every AppendEntries, until stopped.
 func appender(t *testing.T, addr string) (stop func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := newTransport(addr, ln, testLogger("appender"), "appender", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr.in.gate.attach(fixedView{})
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case rpc := <-tr.Consumer():
-				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		tr.Close()
-	}
+	return fakePeer(t, addr, "appender", func(rpc raft.RPC) {
+		rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+	})
 }
 
 // TestReplicationWaitsForADownPeer: an AppendEntries carrying entries to a peer that cannot be

@@ -380,6 +380,16 @@ type brokerOpt func(b *broker)
 // withProp sets a key in the broker's properties file.
 func withProp(key, value string) brokerOpt { return func(b *broker) { b.props[key] = value } }
 
+// withHTTPPorts gives each broker it is applied to a free httpPort, recorded in ports under its
+// dLegerSelfId.
+func withHTTPPorts(t testing.TB, ports map[string]int) brokerOpt {
+	return func(b *broker) {
+		port := freePort(t)
+		ports[b.props["dLegerSelfId"]] = port
+		b.props["httpPort"] = strconv.Itoa(port)
+	}
+}
+
 // withFlag passes --key=value on the broker's command line (flags override the file).
 func withFlag(key, value string) brokerOpt { return func(b *broker) { b.flags[key] = value } }
 

@@ -215,11 +215,7 @@ func TestMetricsRaftGroup(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
 	ports := map[string]int{} // dLegerSelfId → httpPort
-	g := startRaftGroup(t, ns, 3, func(b *broker) {
-		port := freePort(t)
-		ports[b.props["dLegerSelfId"]] = port
-		b.props["httpPort"] = strconv.Itoa(port)
-	})
+	g := startRaftGroup(t, ns, 3, withHTTPPorts(t, ports))
 	url := func(b *broker) string {
 		return fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[b.props["dLegerSelfId"]])
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -18,12 +17,7 @@ func TestSendTraceRaftGroup(t *testing.T) {
 	t.Parallel()
 	ns := startNamesrv(t)
 	ports := map[string]int{} // dLegerSelfId → httpPort
-	g := startRaftGroup(t, ns, 3, func(b *broker) {
-		port := freePort(t)
-		ports[b.props["dLegerSelfId"]] = port
-		b.props["httpPort"] = strconv.Itoa(port)
-		b.props["sendTraceEnable"] = "true"
-	})
+	g := startRaftGroup(t, ns, 3, withHTTPPorts(t, ports), withProp("sendTraceEnable", "true"))
 	type both struct{ Leader, Follower sendtrace.Report }
 	get := func(b *broker) (both, error) {
 		var r both
