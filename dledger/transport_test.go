@@ -45,6 +45,28 @@ func fakePeer(t *testing.T, addr, name string, answer func(rpc raft.RPC)) (stop 
 	}
 }
 
+// freeAddr returns a loopback address nothing listens on (a port just released).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// selfTransport is this node's transport on a fresh loopback port, closed when the test ends.
+func selfTransport(t *testing.T) *netTransport {
+	t.Helper()
+	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"), "self", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { self.Close() })
+	return self
+}
+
 // voter is a peer's transport that grants every vote request, until stopped.
 func voter(t *testing.T, addr string) (stop func()) {
 	return fakePeer(t, addr, "voter", func(rpc raft.RPC) { rpc.Respond(&raft.RequestVoteResponse{Granted: true}, nil) })
@@ -54,17 +76,8 @@ func voter(t *testing.T, addr string) (stop func()) {
 // previous process; the plain NetworkTransport fails the next vote request on it, ours sends it
 // again on a fresh connection.
 func TestVoteRequestSurvivesPeerRestart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"), "self", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
+	addr := freeAddr(t)
+	self := selfTransport(t)
 	vote := func(tr raft.Transport) error {
 		var resp raft.RequestVoteResponse
 		err := tr.RequestVote("peer", raft.ServerAddress(addr), &raft.RequestVoteRequest{Term: 1}, &resp)
@@ -239,17 +252,8 @@ func appender(t *testing.T, addr string) (stop func()) {
 // dialled is tried again until the peer is back, instead of failing at once into Raft's growing
 // backoff; a heartbeat still fails at once, and the wait ends when the node shuts down.
 func TestReplicationWaitsForADownPeer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	self, err := newTransport("127.0.0.1:0", nil, testLogger("self"), "self", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
+	addr := freeAddr(t)
+	self := selfTransport(t)
 	stop := make(chan struct{})
 	tr := raftTransport{netTransport: self, stop: stop, downWait: 10 * time.Second}
 	entries := func() *raft.AppendEntriesRequest {
@@ -291,12 +295,7 @@ func TestReplicationWaitsForADownPeer(t *testing.T) {
 	}
 
 	// A peer that never comes back: the wait ends with the node.
-	ln2, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gone := ln2.Addr().String()
-	ln2.Close()
+	gone := freeAddr(t)
 	time.AfterFunc(200*time.Millisecond, func() { close(stop) })
 	start = time.Now()
 	if err := tr.AppendEntries("gone", raft.ServerAddress(gone), entries(), &resp); err == nil || !dialFailed(err) {
