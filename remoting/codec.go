@@ -241,10 +241,11 @@ func jsonInt32(n json.Number, field string) (int32, error) {
 }
 
 func decodeJSONHeader(b []byte) (*Command, error) {
-	if countFields(b, MaxExtFields+jsonTopFields) > MaxExtFields+jsonTopFields {
+	n := countFields(b, MaxExtFields+jsonTopFields)
+	if n > MaxExtFields+jsonTopFields {
 		return nil, fmt.Errorf("json header has more than %d fields: %w", MaxExtFields+jsonTopFields, ErrHeaderTooLarge)
 	}
-	c, err := fastJSONHeader(b)
+	c, err := fastJSONHeader(b, n)
 	if err != nil {
 		if c, err = slowJSONHeader(b); err != nil {
 			return nil, err

@@ -102,7 +102,7 @@ func FuzzFastJSONHeader(f *testing.F) {
 	f.Add([]byte(`{"extFields":{  "a":"b"}`))                  // whitespace before the fields, cut off after them
 	f.Fuzz(func(t *testing.T, h []byte) {
 		h = h[:len(h):len(h)] // no spare capacity to read into by mistake
-		fast, err := fastJSONHeader(h)
+		fast, err := fastJSONHeader(h, countFields(h, len(h)))
 		if err != nil {
 			return
 		}

@@ -17,9 +17,11 @@ var errSlowPath = errors.New("remoting: header needs the general JSON decoder")
 
 // fastJSONHeader parses a JSON header without reflection. The send and pull
 // paths decode one header per request, and encoding/json costs about a third
-// of the broker's CPU there.
-func fastJSONHeader(b []byte) (*Command, error) {
-	p := jsonParser{b: b}
+// of the broker's CPU there. fields is how many fields the header holds at
+// every depth as countFields counted them (0: unknown), which sizes the
+// extFields map.
+func fastJSONHeader(b []byte, fields int) (*Command, error) {
+	p := jsonParser{b: b, fields: fields}
 	c := &Command{}
 	if !p.consume('{') {
 		return nil, errSlowPath
@@ -106,8 +108,9 @@ func fastJSONHeader(b []byte) (*Command, error) {
 }
 
 type jsonParser struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	fields int // fields in b at every depth, 0 if not counted: a size hint for extFields
 }
 
 func (p *jsonParser) ws() {
@@ -322,20 +325,18 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 		return nil, false
 	}
 	// One string holds every plain value of the object (values are substrings
-	// of it), and the map is sized for the fields counted ahead, so a header
-	// costs a few allocations rather than one per field. A value kept for long
-	// keeps the object's few hundred bytes alive with it.
+	// of it: the string runs from the first field to the header's end, the
+	// few top-level fields after extFields included), and the map is sized for
+	// the fields counted ahead less the top level's, so a header costs a few
+	// allocations rather than one per field. A value kept for long keeps the
+	// header's few hundred bytes alive with it.
 	p.ws()
-	base := p.i // where the fields begin: end below counts from here
-	n, end := objectFields(p.b[base:])
-	m := make(map[string]string, n)
+	base := p.i
+	m := make(map[string]string, max(p.fields-jsonTopLevelFields, 0))
 	if p.consume('}') {
 		return m, true
 	}
-	var whole string
-	if end > 0 {
-		whole = string(p.b[base : base+end])
-	}
+	whole := string(p.b[base:])
 	for {
 		k, ok := p.key()
 		if !ok || !p.consume(':') {
@@ -354,10 +355,8 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 			if v, ok = p.strEscaped(vstart, len(raw)); !ok {
 				return nil, false
 			}
-		case vstart-base+len(raw) <= len(whole):
-			v = whole[vstart-base : vstart-base+len(raw)]
 		default:
-			v = string(raw)
+			v = whole[vstart-base : vstart-base+len(raw)]
 		}
 		m[k] = v
 		if p.consume(',') {
@@ -367,28 +366,11 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 	}
 }
 
-// objectFields counts the fields of the flat JSON object whose body b starts
-// (after its '{'), by the colons outside strings before the closing '}', and
-// returns where that '}' is (0 when not found: the parse will fail or a hint
-// is all that was lost). Nested values make the count a guess, which is all
-// it is used for.
-func objectFields(b []byte) (n, end int) {
-	in := false
-	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case in:
-		case c == ':':
-			n++
-		case c == '}':
-			return n, i
-		}
-	}
-	return n, 0
-}
+// jsonTopLevelFields is how many fields a client's header holds besides
+// extFields' (code, language, version, opaque, flag, remark, extFields,
+// serializeTypeCurrentRPC less the one or two a client leaves out): what
+// stringMap subtracts from the counted fields to size the map.
+const jsonTopLevelFields = 7
 
 // internedKeys holds the extFields names clients send on every request, so
 // parsing a header does not allocate a new string for each key.

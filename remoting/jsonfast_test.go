@@ -24,11 +24,21 @@ func BenchmarkFastJSONHeader(b *testing.B) {
 		cmd  *Command
 	}{{"send-request", req}, {"send-response", resp}} {
 		h := encodeJSONHeader(nil, c.cmd)
+		n := countFields(h, len(h))
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(h)))
 			for b.Loop() {
-				if _, err := fastJSONHeader(h); err != nil {
+				if _, err := fastJSONHeader(h, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(c.name+"-checked", func(b *testing.B) { // with the field count check Decode runs first
+			b.ReportAllocs()
+			b.SetBytes(int64(len(h)))
+			for b.Loop() {
+				if _, err := decodeJSONHeader(h); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -41,7 +51,7 @@ func BenchmarkFastJSONHeader(b *testing.B) {
 // gives.
 func TestFastJSONHeaderExtFields(t *testing.T) {
 	h := []byte(`{"code":310,"extFields":{"a":"g","\"":"q","\u0062":"}","c":"x\"}","i":"K\u0001V\u0002"},"language":"JAVA","serializeTypeCurrentRPC":"JSON"}`)
-	fast, err := fastJSONHeader(h)
+	fast, err := fastJSONHeader(h, countFields(h, len(h)))
 	if err != nil {
 		t.Fatalf("fast parser refused it: %v", err)
 	}
@@ -59,13 +69,13 @@ func TestFastJSONHeaderExtFields(t *testing.T) {
 // there is refused as encoding/json refuses it.
 func TestFastJSONHeaderChecksSkippedValue(t *testing.T) {
 	h := []byte(`{"code":1,"serializeTypeCurrentRPC":"\x"}`)
-	if c, err := fastJSONHeader(h); err == nil {
+	if c, err := fastJSONHeader(h, 0); err == nil {
 		t.Fatalf("fast parser accepted an invalid escape: %+v", c)
 	}
 	if _, err := slowJSONHeader(h); err == nil {
 		t.Fatal("encoding/json accepted it: the test proves nothing")
 	}
-	if c, err := fastJSONHeader([]byte(`{"code":1,"serializeTypeCurrentRPC":"J\u0053ON"}`)); err != nil || c.Code != 1 {
+	if c, err := fastJSONHeader([]byte(`{"code":1,"serializeTypeCurrentRPC":"J\u0053ON"}`), 0); err != nil || c.Code != 1 {
 		t.Fatalf("valid escape: %+v %v", c, err)
 	}
 }
@@ -81,7 +91,7 @@ func TestFastJSONHeaderWhitespaceAndTruncation(t *testing.T) {
 	} {
 		b := []byte(h)
 		b = b[:len(b):len(b)]
-		fast, err := fastJSONHeader(b)
+		fast, err := fastJSONHeader(b, countFields(b, len(b)))
 		slow, serr := slowJSONHeader(b)
 		switch {
 		case err != nil && serr == nil && !errors.Is(err, errSlowPath):
