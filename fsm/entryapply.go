@@ -61,10 +61,15 @@ func (f *FSM) dispatchMessages(l *raft.Log, appends [][][]byte) []AppendOutcome 
 	outs := make([]AppendOutcome, len(appends))
 	var groups []storage.DispatchGroup
 	if form == formMessages {
-		// the records lie in the commitlog in the entry's order (splitEntry)
+		// the records lie in the commitlog in the entry's order (splitEntry); on the leader that
+		// proposed the entry, the send path's reads of their properties come along (LeaderScans)
+		scans := f.cfg.Scans.take(l.Data, appends)
 		groups = make([]storage.DispatchGroup, len(appends))
 		for i, recs := range appends {
 			groups[i].Records = len(recs)
+			if scans != nil {
+				groups[i].Scans = scans[i]
+			}
 		}
 	} else {
 		// Stored whole (entryheader.go splitEntry): some record is not a stored record in

@@ -23,9 +23,12 @@ import (
 // DispatchGroup is one append of an applied entry, in DispatchWritten's walk order: how many of
 // the entry's records (header records not counted) belong to it and whether the state machine
 // refused it as a whole (Skip: a stale delay-delivery step), in which case none is dispatched.
+// Scans, when set, holds the proposer's reads of the records' properties (one per record, as
+// AppendScanned takes them: fsm.LeaderScans on the leader), used where they describe the record.
 type DispatchGroup struct {
 	Records int
 	Skip    bool
+	Scans   []Scanned
 }
 
 // WrittenEnd is the end of what WriteEntry wrote (>= CommitLogMaxOffset). Outside EntryLog
@@ -344,7 +347,7 @@ func (s *Store) dispatchWrittenLocked(end int64, groups []DispatchGroup) ([]Batc
 		res := make([]AppendResult, len(part))
 		for j := range part {
 			r := &part[j]
-			if hashes, err = s.dispatchLaid(r, hashes); err != nil {
+			if hashes, err = s.dispatchLaid(r, hashes, scannedAt(groups[i].Scans, j)); err != nil {
 				return nil, done, s.fail(fmt.Errorf("dispatch written: record at %d: %w", r.phys, err))
 			}
 			res[j] = AppendResult{PhysicalOffset: r.phys, QueueOffset: r.qoff, Size: int32(r.size), StoreTimestamp: r.v.StoreTimestamp()}

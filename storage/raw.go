@@ -86,7 +86,7 @@ func (s *Store) AppendRaw(offset int64, data []byte) error {
 	var hashes []int32
 	for i := range recs {
 		// an index file that cannot be created costs the record its index entries, not the append
-		hashes, _ = s.dispatchLaid(&recs[i], hashes)
+		hashes, _ = s.dispatchLaid(&recs[i], hashes, nil)
 	}
 	newEnd := offset + int64(end)
 	if blank {
@@ -230,8 +230,16 @@ func (s *Store) ensureQueues(recs []laidRecord) error {
 // store time, and its index entries unless it is ROLLBACK. hashes is scratch space, returned
 // for reuse. Failing to start an index file is returned (createErr-classified) after everything
 // else is done, the record then having no index entries.
-func (s *Store) dispatchLaid(r *laidRecord, hashes []int32) ([]int32, error) {
+func (s *Store) dispatchLaid(r *laidRecord, hashes []int32, sc *Scanned) ([]int32, error) {
+	if sc != nil && sc.describes(r.v.Properties()) {
+		return dispatchRead(s, r, sc.Known, hashes) // the proposer's read of the properties
+	}
 	known := message.ReadKnown(r.v.Properties()) // the one scan of the record's properties
+	return dispatchRead(s, r, &known, hashes)
+}
+
+// dispatchRead is dispatchLaid once the record's properties are read into known.
+func dispatchRead[T string | []byte](s *Store, r *laidRecord, known *message.Known[T], hashes []int32) ([]int32, error) {
 	r.tags = message.TagsCodeBytes(known.Tags)
 	if r.q != nil {
 		r.q.put(r.qoff, cqUnit{phys: r.phys, size: int32(r.size), tags: r.tags})
@@ -240,7 +248,7 @@ func (s *Store) dispatchLaid(r *laidRecord, hashes []int32) ([]int32, error) {
 	if s.idx == nil || message.TransactionType(r.v.SysFlag()) == message.TransactionRollbackType {
 		return hashes, nil
 	}
-	hashes = indexHashes(r.v.Topic(), &known, hashes[:0])
+	hashes = indexHashes(r.v.Topic(), known, hashes[:0])
 	if len(hashes) == 0 {
 		return hashes, nil
 	}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"math"
 	"net/netip"
 	"slices"
 	"testing"
@@ -171,4 +172,52 @@ func TestAppendScannedStoresAsAppend(t *testing.T) {
 		}
 	}
 	checkInvariants(t, scanned)
+}
+
+// DispatchWritten (the commitlog store's apply) uses a group's reads where they describe the
+// records, reads the others itself, and dispatches exactly what it dispatches without reads:
+// the same tags codes and index keys.
+func TestDispatchWrittenUsesScans(t *testing.T) {
+	plain := openT(t, entryConfig(t))
+	defer plain.Close()
+	scanned := openT(t, entryConfig(t))
+	defer scanned.Close()
+	build := func() *testEntry {
+		return newEntry(t, newEntrySeq(), [][]byte{msgRec(t, "T", 0, "a", "ka"), msgRec(t, "T", 0, "b", "kb")})
+	}
+	propsOf := func(r []byte) string {
+		v, err := message.ParseView(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v.Properties())
+	}
+	e := build()
+	writeEntryT(t, plain, e)
+	if _, err := plain.DispatchWritten(e.end, e.groups); err != nil {
+		t.Fatal(err)
+	}
+	e = build()
+	writeEntryT(t, scanned, e)
+	// the first record's read describes it; the second's is of other properties
+	e.groups[0].Scans = []Scanned{scannedOf(propsOf(e.recs[1])), scannedOf("TAGS\x01other\x02KEYS\x01zz\x02")}
+	before := message.PropertyScans()
+	if _, err := scanned.DispatchWritten(e.end, e.groups); err != nil {
+		t.Fatal(err)
+	}
+	if n := message.PropertyScans() - before; n != 1 {
+		t.Fatalf("dispatch with one describing read scanned %d times, want 1", n)
+	}
+	for _, s := range []*Store{plain, scanned} {
+		var codes []int64
+		s.GetMessages("T", 0, 0, 8, 1<<20, func(code int64) bool { codes = append(codes, code); return true })
+		if want := []int64{message.TagsCodeBytes("tag"), message.TagsCodeBytes("tag")}; !slices.Equal(codes, want) {
+			t.Fatalf("tags codes %v, want %v", codes, want)
+		}
+		for _, k := range []string{"ka", "kb"} {
+			if got, _, _ := s.QueryByKey("T", k, 8, 0, math.MaxInt64); len(got) != 1 {
+				t.Fatalf("key %s: %d records indexed, want 1", k, len(got))
+			}
+		}
+	}
 }
