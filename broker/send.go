@@ -67,7 +67,10 @@ const sendTimeout = 8 * time.Second
 // stored layout with the store host and time stamped, append, and answer with
 // the offset msgIds and queue offsets.
 func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
-	received := sendtrace.Now()
+	var received int64 // a sendtrace stamp, read only when sends are traced
+	if s.cfg.SendTraceEnable {
+		received = sendtrace.Now()
+	}
 	resp := req.NewResponse(remoting.Success, "")
 	resp.SetExt("MSG_REGION", s.cfg.RegionID)
 	resp.SetExt("TRACE_ON", strconv.FormatBool(s.cfg.TraceOn))
