@@ -23,7 +23,48 @@ const (
 	boltLogFile  = "raft-log.db"    // raft-boltdb/v2 log store (LogStore=bolt)
 	walDir       = "raft-wal"       // raft-wal segments and meta (LogStore=wal)
 	snapshotsDir = "snapshots"      // raft.FileSnapshotStore adds this itself
+	// entryLogMark says the Raft log lives in the state machine's commitlog (LogStore=commitlog),
+	// which leaves nothing else in this directory to tell it by: an empty file.
+	entryLogMark = "raft-log-in-commitlog"
 )
+
+// StoreOnDisk names the Raft log store whose files dir (Config.DataDir) holds: LogStoreWAL,
+// LogStoreBolt or LogStoreCommitLog, or "" when it holds none (a node never started, or a
+// commitlog-store node from before the mark existed). A broker left to choose keeps a node on
+// the store it was created with, since a node reopened on another store would find an empty
+// log beside its term and its applied state.
+func StoreOnDisk(dir string) string {
+	for _, k := range []struct{ file, store string }{{walDir, LogStoreWAL}, {boltLogFile, LogStoreBolt}, {entryLogMark, LogStoreCommitLog}} {
+		if _, err := os.Stat(filepath.Join(dir, k.file)); err == nil {
+			return k.store
+		}
+	}
+	return ""
+}
+
+// markEntryLog leaves entryLogMark in dir (synced with its directory), once.
+func markEntryLog(dir string) error {
+	p := filepath.Join(dir, entryLogMark)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("dledger: mark the raft log as the commitlog's: %w", err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("dledger: mark the raft log as the commitlog's: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("dledger: sync %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("dledger: sync %s: %w", dir, err)
+	}
+	return nil
+}
 
 // openStable opens the stable store (always bbolt, fsync on).
 func openStable(dir string) (*raftboltdb.BoltStore, error) {
@@ -36,9 +77,10 @@ func openStable(dir string) (*raftboltdb.BoltStore, error) {
 // bytes unless cacheSize < 0. With a tracker (raft-wal only) the leader's writes are fsynced in
 // the background (leaderwrite.go); the closer then finishes those fsyncs first.
 func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, t *syncTracker, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
-	other := map[string]string{LogStoreWAL: boltLogFile, LogStoreBolt: walDir}[kind]
-	if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-		return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
+	for _, other := range map[string][]string{LogStoreWAL: {boltLogFile, entryLogMark}, LogStoreBolt: {walDir, entryLogMark}}[kind] {
+		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
+			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
+		}
 	}
 	var (
 		store raft.LogStore

@@ -2,6 +2,7 @@ package dledger
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -50,5 +51,48 @@ func TestLogStoreReopensAfterTailTruncation(t *testing.T) {
 				t.Fatalf("append after reopen: %v", err)
 			}
 		})
+	}
+}
+
+// A data directory tells which Raft log store it was created with, the commitlog store included
+// (it leaves only a mark), and a store of another kind is refused there instead of starting on an
+// empty log beside the node's term and applied state.
+func TestStoreOnDiskAndRefusal(t *testing.T) {
+	if got := StoreOnDisk(t.TempDir()); got != "" {
+		t.Fatalf("an empty directory holds %q", got)
+	}
+	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+		dir := t.TempDir()
+		_, c, err := openLogStore(dir, kind, -1, 0, 1<<20, nil, testLogger(kind))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if got := StoreOnDisk(dir); got != kind {
+			t.Fatalf("a %s directory holds %q", kind, got)
+		}
+		if _, _, err := openEntryLog(dir, raft.NewInmemStore(), -1, 0, nil); err == nil {
+			t.Fatalf("the commitlog store opened in a %s directory", kind)
+		}
+	}
+	dir := t.TempDir()
+	if _, _, err := openEntryLog(dir, raft.NewInmemStore(), -1, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := StoreOnDisk(dir); got != LogStoreCommitLog {
+		t.Fatalf("a commitlog-store directory holds %q", got)
+	}
+	if _, _, err := openEntryLog(dir, raft.NewInmemStore(), -1, 0, nil); err != nil {
+		t.Fatalf("reopening the commitlog store: %v", err)
+	}
+	for _, kind := range []string{LogStoreWAL, LogStoreBolt} {
+		_, c, err := openLogStore(dir, kind, -1, 0, 1<<20, nil, testLogger(kind))
+		if err == nil {
+			c.Close()
+			t.Fatalf("%s opened in a commitlog-store directory", kind)
+		}
+		if !strings.Contains(err.Error(), entryLogMark) {
+			t.Fatalf("%s refused without naming the mark: %v", kind, err)
+		}
 	}
 }

@@ -194,6 +194,9 @@ func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int, 
 			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", LogStoreCommitLog, dir, other)
 		}
 	}
+	if err := markEntryLog(dir); err != nil {
+		return nil, nil, err
+	}
 	store := entries
 	var c io.Closer = closerFunc(func() error { return nil })
 	if t != nil {
