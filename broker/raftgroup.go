@@ -75,6 +75,23 @@ func raftDataDir(root, selfID string) string {
 	return filepath.Join(root, "dledger-"+selfID)
 }
 
+// raftLogStore is the Raft log store a node opens, and why: dLegerLogStore when set (dledger
+// refuses it if the data directory raftDir holds another store's log), else the store raftDir
+// already holds, else raft-wal. Every node of a group must use the same store (a leader's
+// entries are stamped for the commitlog store or not, fsm/sequencer.go), and an empty directory
+// cannot tell which store its group uses, so new nodes take the commitlog store only when
+// configured: the shipped configurations set it (config/dledger, deploy), for every node of a
+// group alike, and a node created on it keeps it if the key is later removed.
+func raftLogStore(configured, raftDir string) (store, why string) {
+	if configured != "" {
+		return configured, "dLegerLogStore"
+	}
+	if held := dledger.StoreOnDisk(raftDir); held != "" {
+		return held, "the data directory holds it"
+	}
+	return dledger.DefaultLogStore, "default"
+}
+
 // openRaftGroup builds the state machine over a store configured as in classic mode but rooted in
 // <storePathRootDir>/dledger-<selfId>/store, driving the metadata tables through tables (which must
 // be ready: the state machine resets them at once and Raft's restore and replay, which start
@@ -111,7 +128,9 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 	sc.StorePathRootDir = filepath.Join(dir, "store")
 	sc.StorePathCommitLog = ""
 	scans := fsm.NewLeaderScans()
-	entryLog := cfg.DLegerLogStore == dledger.LogStoreCommitLog
+	logStore, why := raftLogStore(cfg.DLegerLogStore, filepath.Join(dir, "raft"))
+	logger.Info("raft log store", "dLegerLogStore", logStore, "why", why)
+	entryLog := logStore == dledger.LogStoreCommitLog
 	f, err := fsm.New(fsm.Config{Store: sc, DataDir: dir, Logger: logger, Meta: tables, OnDiskFailure: onDisk, Scans: scans, EntryLog: entryLog})
 	if err != nil {
 		return nil, fmt.Errorf("open state machine in %s: %w", dir, err)
@@ -143,7 +162,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		CommitTimeout:      cfg.DLegerCommitTimeout(),
 		SnapshotInterval:   cfg.DLegerSnapshotInterval(),
 		SnapshotThreshold:  uint64(cfg.DLegerSnapshotThreshold),
-		LogStore:           cfg.DLegerLogStore,
+		LogStore:           logStore,
 		NoFastFailover:     !cfg.DLegerFastFailover,
 		TrailingLogs:       uint64(cfg.DLegerTrailingLogs),
 		WALSegmentSize:     cfg.DLegerWalSegmentSize(),

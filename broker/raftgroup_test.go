@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -435,5 +437,33 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 	}
 	if got := b.sd.inflight.Load(); got != 0 {
 		t.Fatalf("%d sends still counted in flight", got)
+	}
+}
+
+// With dLegerLogStore unset a node keeps the store its data directory holds (the commitlog store
+// included, which leaves a mark) and a new node gets raft-wal; a configured store is taken as
+// given (dledger refuses a mismatch).
+func TestRaftLogStoreChoice(t *testing.T) {
+	fresh := t.TempDir()
+	walNode := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(walNode, "raft-wal"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commitLogNode := t.TempDir()
+	if err := os.WriteFile(filepath.Join(commitLogNode, "raft-log-in-commitlog"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		configured, dir, want string
+	}{
+		{"", fresh, dledger.LogStoreWAL},
+		{"", walNode, dledger.LogStoreWAL},
+		{"", commitLogNode, dledger.LogStoreCommitLog},
+		{"wal", fresh, dledger.LogStoreWAL},
+		{"commitlog", fresh, dledger.LogStoreCommitLog},
+	} {
+		if got, why := raftLogStore(c.configured, c.dir); got != c.want || why == "" {
+			t.Errorf("raftLogStore(%q, %s) = %q (%s), want %q", c.configured, c.dir, got, why, c.want)
+		}
 	}
 }

@@ -171,7 +171,7 @@ type Broker struct {
 	DLegerCommitTimeoutMs      int64  `prop:"dLegerCommitTimeoutMs" unit:"milliseconds" help:"idle followers learn the commit index within this, ms (0 = 50)"`              // idle followers learn the commit index within t
 	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec" unit:"seconds" help:"how often to check whether to snapshot, seconds (0 = 120)"`                    // how often to check whether to snapshot, seconds
 	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold" unit:"entries" help:"snapshot once this many entries follow the last one (0 = 8192)"`                 // snapshot once this many entries are past the last one
-	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: wal | bolt | commitlog (\"\" = wal)"`                                                    // wal | bolt | commitlog; "" = wal
+	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: commitlog | wal | bolt (\"\" = the store the node's data directory holds, else wal)"`    // commitlog | wal | bolt; "" = what the data directory holds, else wal
 	// SendTraceEnable: DLedger mode records where each send's time goes (the batcher, Raft, the
 	// followers' writes, the apply) and serves the breakdown at /debug/sendtrace on the HTTP port.
 	SendTraceEnable bool `prop:"sendTraceEnable" help:"DLedger mode: break each send's latency into its steps, served at /debug/sendtrace"` // default false

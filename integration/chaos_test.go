@@ -512,13 +512,12 @@ func TestChaosLeaderKillLoop(t *testing.T) {
 	chaosLeaderKillLoop(t, map[string]string{})
 }
 
-// TestChaosLeaderKillLoopCommitLogStore is the kill loop with the Raft log in the commitlog
-// (dLegerLogStore=commitlog, fsm/entrylog.go): a leader killed with entries written but not
-// committed, or committed but not applied, restarts with them in its commitlog, and the new
-// leader's log decides which stay.
-func TestChaosLeaderKillLoopCommitLogStore(t *testing.T) {
+// TestChaosLeaderKillLoopWALStore is the kill loop with the Raft log in raft-wal
+// (dLegerLogStore=wal), the store nodes created before the commitlog became the default keep:
+// each message is written to the log and, once applied, to the commitlog.
+func TestChaosLeaderKillLoopWALStore(t *testing.T) {
 	t.Parallel()
-	chaosLeaderKillLoop(t, map[string]string{"dLegerLogStore": "commitlog"})
+	chaosLeaderKillLoop(t, map[string]string{"dLegerLogStore": "wal"})
 }
 
 func chaosLeaderKillLoop(t *testing.T, extra map[string]string) {

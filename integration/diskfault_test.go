@@ -126,7 +126,7 @@ func TestChaosDiskFaults(t *testing.T) {
 		}
 		i := nodeIndex(t, victim)
 		dir := f.target
-		if dir == "raft" && victim.props["dLegerLogStore"] == "commitlog" {
+		if dir == "raft" && victim.commitLogStore() {
 			// The Raft log is the commitlog there; the raft directory holds only the stable
 			// store, written at elections.
 			dir = "store/commitlog"

@@ -71,13 +71,18 @@ func newRaftBroker(t testing.TB, g *raftGroup) (*broker, string) {
 	b.props["storePathRootDir"] = b.storeRoot
 	b.props["listenPort"] = strconv.Itoa(b.port)
 	b.props["dLegerGroup"] = g.name
+	// The Raft log in the commitlog, as the shipped configurations set it (config/dledger,
+	// deploy); make integration/chaos/faults LOG_STORE=wal runs the whole suite on another store
+	// (a test's own withProp still wins).
+	b.props["dLegerLogStore"] = "commitlog"
 	if store := os.Getenv("RR_LOG_STORE"); store != "" {
-		// make integration/chaos/faults LOG_STORE=commitlog: the whole suite on another Raft
-		// log store (a test's own withProp still wins).
 		b.props["dLegerLogStore"] = store
 	}
 	return b, dir
 }
+
+// commitLogStore reports whether b keeps its Raft log in its commitlog.
+func (b *broker) commitLogStore() bool { return b.props["dLegerLogStore"] == "commitlog" }
 
 // launch applies opts, writes the configuration and starts the broker process (registered for
 // cleanup), without waiting for it to be ready.

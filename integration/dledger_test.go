@@ -25,14 +25,13 @@ func TestRaftGroupLeaderKill(t *testing.T) {
 	raftGroupLeaderKill(t)
 }
 
-// TestRaftGroupLeaderKillCommitLogStore is TestRaftGroupLeaderKill with the Raft log in the
-// commitlog (dLegerLogStore=commitlog: each entry written once, fsm/entrylog.go): the killed
-// leader's unapplied tail is cut or kept by the new leader's log, the queue offsets the leader
-// stamped are the ones acknowledged, and the replicas' commitlogs, entry headers included, are
-// byte-identical.
-func TestRaftGroupLeaderKillCommitLogStore(t *testing.T) {
+// TestRaftGroupLeaderKillWALStore is TestRaftGroupLeaderKill with the Raft log in raft-wal
+// (dLegerLogStore=wal) rather than in the commitlog (the default: each entry written once,
+// fsm/entrylog.go, where the killed leader's unapplied tail is cut or kept by the new leader's log
+// and the replicas' commitlogs, entry headers included, are byte-identical).
+func TestRaftGroupLeaderKillWALStore(t *testing.T) {
 	t.Parallel()
-	raftGroupLeaderKill(t, withProp("dLegerLogStore", "commitlog"))
+	raftGroupLeaderKill(t, withProp("dLegerLogStore", "wal"))
 }
 
 func raftGroupLeaderKill(t *testing.T, opts ...brokerOpt) {

@@ -298,9 +298,9 @@ func TestNewNodeJoinsAndLeaves(t *testing.T) {
 	// starts at index 1, is gone): a node starting from nothing can only catch up by installing
 	// the snapshot.
 	raftDir := filepath.Join(leader.storeRoot, "dledger-"+leader.props["dLegerSelfId"], "raft")
-	// With dLegerLogStore=commitlog the log is never truncated behind a snapshot (commitlog
-	// retention decides, docs/write-path.md): n3 catches up from the leader's commitlog.
-	fromLog := leader.props["dLegerLogStore"] == "commitlog"
+	// With the commitlog store (the default) the log is never truncated behind a snapshot
+	// (commitlog retention decides, docs/write-path.md): n3 catches up from the leader's commitlog.
+	fromLog := leader.commitLogStore()
 	eventually(t, 60*time.Second, "a snapshot and a truncated log on the leader", func() error {
 		if fromLog {
 			return nil
