@@ -20,6 +20,9 @@ var (
 	ErrShutdown = errors.New("dledger: shut down")
 	// ErrUnknownPeer: the id is not in the current configuration.
 	ErrUnknownPeer = errors.New("dledger: unknown peer")
+	// ErrLogStoreMismatch: a follower refused entries proposed by a leader on another kind of
+	// Raft log store (storeguard.go); every node of a group must use the same one.
+	ErrLogStoreMismatch = errors.New("every node of a group must use the same raft log store")
 )
 
 // NotLeaderError is returned when a write reaches a node that is not the leader. LeaderID and

@@ -121,6 +121,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		logs = reportingLogStore{LogStore: logs, report: cfg.OnDiskFailure}
 		stable = reportingStable{StableStore: n.stab, report: cfg.OnDiskFailure}
 	}
+	logs = newStoreGuard(logs, cfg.LogStore == LogStoreCommitLog, cfg.Logger)
 	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("dledger: snapshot store: %w", err)

@@ -23,9 +23,13 @@ const proposeBarrierWait = applyEnqueueTimeout
 // future and data never reaches Raft), and the returned future tells the Sequencer (Lost) when
 // the entry failed in Raft instead of being applied.
 func (n *Node) propose(data []byte, timeout time.Duration) raft.ApplyFuture {
+	entry := raft.Log{Data: data}
+	if n.cfg.LogStore == LogStoreCommitLog {
+		entry.Extensions = commitLogMark // which kind of leader proposed it (storeguard.go)
+	}
 	seq := n.cfg.Sequencer
 	if seq == nil {
-		return n.raft.Apply(data, timeout)
+		return n.raft.ApplyLog(entry, timeout)
 	}
 	n.proposeMu.Lock()
 	defer n.proposeMu.Unlock()
@@ -33,7 +37,7 @@ func (n *Node) propose(data []byte, timeout time.Duration) raft.ApplyFuture {
 	if err := seq.Stamp(data, n.raft.CurrentTerm(), barrier); err != nil {
 		return errorFuture{err: fmt.Errorf("dledger: stamp entry: %w", err)}
 	}
-	return &stampedFuture{ApplyFuture: n.raft.Apply(data, timeout), seq: seq}
+	return &stampedFuture{ApplyFuture: n.raft.ApplyLog(entry, timeout), seq: seq}
 }
 
 // proposalBarrier waits until every entry already in the log is applied on this node, for at most

@@ -335,6 +335,9 @@ func TestOpenCommitLogStore(t *testing.T) {
 	if err := entries.GetLog(last, &l); err != nil || !bytes.Equal(l.Data, want[len(want)-1]) {
 		t.Fatalf("entry log's last entry %q (%v), want the last applied %q", l.Data, err, want[len(want)-1])
 	}
+	if !bytes.Equal(l.Extensions, commitLogMark) {
+		t.Fatalf("entry log's last entry carries %q, want the commitlog store's mark", l.Extensions)
+	}
 	if _, err := os.Stat(filepath.Join(c.cfgs[lead.ID()].DataDir, walDir)); err == nil {
 		t.Fatal("a raft-wal directory was created for the commitlog store")
 	}
