@@ -15,6 +15,8 @@ import (
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	walTypes "github.com/hashicorp/raft-wal/types"
+
+	"rocketraft/storage/vfs"
 )
 
 // Names inside Config.DataDir.
@@ -48,20 +50,8 @@ func markEntryLog(dir string) error {
 	if _, err := os.Stat(p); err == nil {
 		return nil
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	if err := (vfs.OS{}).WriteFile(p, nil); err != nil {
 		return fmt.Errorf("dledger: mark the raft log as the commitlog's: %w", err)
-	}
-	if err := errors.Join(f.Sync(), f.Close()); err != nil {
-		return fmt.Errorf("dledger: mark the raft log as the commitlog's: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("dledger: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("dledger: sync %s: %w", dir, err)
 	}
 	return nil
 }
