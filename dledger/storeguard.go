@@ -15,8 +15,8 @@ import (
 // offsets as it applies and lays the commitlog out without entry headers. The two cannot serve
 // one group: a node on the other store would apply the same entries differently and diverge
 // without a word, so each entry says which kind of leader proposed it and storeGuard refuses the
-// others.
-var commitLogMark = []byte("rocketraft:commitlog-store")
+// others. Four bytes, as it travels and is stored with every entry.
+var commitLogMark = []byte("RRC1")
 
 // storeGuard refuses to store a command entry proposed by a leader on the other kind of log store
 // (commitLogMark), before anything is written: the entry is not acknowledged, Raft's leader backs
