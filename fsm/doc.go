@@ -186,8 +186,10 @@
 //	header (64 bytes)
 //	offset  size  field
 //	0       4     magic 0x52525350 ("RRSP")
-//	4       2     version = 1
-//	6       2     zero
+//	4       2     version = 1 (2: a reference snapshot, store files named only)
+//	6       1     store kind: 0 unknown (older snapshots), 2 raft-wal or bolt node, 3 a node
+//	              whose Raft log is its commitlog; Restore refuses the other kind
+//	7       1     zero
 //	8       8     applied index of the store
 //	16      8     its term
 //	24      8     commitlog min offset

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -387,4 +388,55 @@ func TestEntryLogSnapshotInstall(t *testing.T) {
 	src.Close()
 	dst.Close()
 	sameImage(t, "installed replica", commitlogImage(t, srcFS), commitlogImage(t, fs))
+}
+
+// A snapshot says which kind of Raft log store its node ran, and a node of the other kind refuses
+// to install it (a group must not mix stores): a commitlog-store node's commitlog holds entry
+// headers a raft-wal node's does not. A snapshot that does not say (written before the header
+// byte) is installed as before.
+func TestSnapshotRefusedAcrossLogStores(t *testing.T) {
+	logs := workload(t, 40)
+	walSrc := newFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer walSrc.Close()
+	stamped := stampLike(t, logs, applyAll(walSrc, logs))
+	entrySrc := newEntryFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer entrySrc.Close()
+	storeEntries(t, entrySrc, stamped)
+	applyAll(entrySrc, stamped)
+
+	walSnap, entrySnap := snapshotBytes(t, walSrc), snapshotBytes(t, entrySrc)
+	for _, c := range []struct {
+		name    string
+		dst     *FSM
+		snap    []byte
+		refused bool
+	}{
+		{"wal snapshot on a commitlog-store node", newEntryFSM(t, vfs.NewMemFS(), newFakeMeta()), walSnap, true},
+		{"commitlog-store snapshot on a wal node", newFSM(t, vfs.NewMemFS(), newFakeMeta()), entrySnap, true},
+		{"wal snapshot on a wal node", newFSM(t, vfs.NewMemFS(), newFakeMeta()), walSnap, false},
+		{"commitlog-store snapshot on a commitlog-store node", newEntryFSM(t, vfs.NewMemFS(), newFakeMeta()), entrySnap, false},
+		{"an older wal snapshot (kind not recorded) on a wal node", newFSM(t, vfs.NewMemFS(), newFakeMeta()), withoutStoreKind(t, walSnap), false},
+	} {
+		err := c.dst.Restore(reader(c.snap))
+		if refused := err != nil && strings.Contains(err.Error(), "same raft log store"); refused != c.refused {
+			t.Errorf("%s: %v, want refused %v", c.name, err, c.refused)
+		}
+		if !c.refused && c.dst.AppliedIndex() != 40 {
+			t.Errorf("%s: applied %d after the install, want 40", c.name, c.dst.AppliedIndex())
+		}
+		c.dst.Close()
+	}
+}
+
+// withoutStoreKind rewrites a snapshot's header as written before the store-kind byte existed.
+func withoutStoreKind(t *testing.T, snap []byte) []byte {
+	t.Helper()
+	out := bytes.Clone(snap)
+	h, err := decodeHeader(out[:snapHeaderSize])
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Store = 0
+	copy(out, h.encode())
+	return out
 }

@@ -37,6 +37,7 @@ const (
 // snapHeader opens a snapshot stream (layout in the package doc).
 type snapHeader struct {
 	Version     uint16 // snapVersion or snapVersionRef
+	Store       byte   // snapStoreKnown, with snapStoreEntryLog for a commitlog-store node's
 	Index, Term uint64 // the store's applied entry
 	Min, End    int64  // commitlog data range
 	MetaIndex   uint64 // the tables hold every metadata entry up to here
@@ -49,6 +50,7 @@ func (h *snapHeader) encode() []byte {
 	be := binary.BigEndian
 	be.PutUint32(b, snapMagic)
 	be.PutUint16(b[4:], max(h.Version, snapVersion))
+	b[6] = h.Store
 	be.PutUint64(b[8:], h.Index)
 	be.PutUint64(b[16:], h.Term)
 	be.PutUint64(b[24:], uint64(h.Min))
@@ -73,7 +75,7 @@ func decodeHeader(b []byte) (snapHeader, error) {
 		return snapHeader{}, fmt.Errorf("%w: header CRC mismatch", ErrBadSnapshot)
 	}
 	h := snapHeader{
-		Version: v, Index: be.Uint64(b[8:]), Term: be.Uint64(b[16:]),
+		Version: v, Store: b[6], Index: be.Uint64(b[8:]), Term: be.Uint64(b[16:]),
 		Min: int64(be.Uint64(b[24:])), End: int64(be.Uint64(b[32:])),
 		MetaIndex: be.Uint64(b[40:]), MetaFiles: be.Uint32(b[48:]), StoreFiles: be.Uint32(b[52:]),
 	}
@@ -81,6 +83,24 @@ func decodeHeader(b []byte) (snapHeader, error) {
 		return snapHeader{}, fmt.Errorf("%w: bad header values", ErrBadSnapshot)
 	}
 	return h, nil
+}
+
+// Header byte 6: which kind of Raft log store the snapshot's node ran (Config.EntryLog). A
+// commitlog-store node's commitlog holds entry headers and stamped offsets that a raft-wal or bolt
+// node's does not, so a node installs only its own kind's snapshots (a group must not mix stores,
+// dledger/storeguard.go refuses the entries). Snapshots from before the byte was written have 0
+// there: not known, installed as before.
+const (
+	snapStoreKnown    byte = 1 << 1
+	snapStoreEntryLog byte = 1 << 0
+)
+
+// storeByte is header byte 6 for a node whose Raft log is (entryLog) or is not its commitlog.
+func storeByte(entryLog bool) byte {
+	if entryLog {
+		return snapStoreKnown | snapStoreEntryLog
+	}
+	return snapStoreKnown
 }
 
 // ErrBadSnapshot is wrapped by Restore errors about the stream's contents.
@@ -120,6 +140,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 		meta = append(meta, encodeDigestFile(f.cur.Index, f.dig.sum))
 	}
 	hdr := snapHeader{
+		Store: storeByte(f.cfg.EntryLog),
 		Index: f.cur.Index, Term: f.cur.Term, Min: man.CommitLogMin, End: man.CommitLogEnd,
 		MetaIndex: f.metaThrough, MetaFiles: uint32(len(meta)), StoreFiles: uint32(len(man.Files)),
 	}
@@ -419,6 +440,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	hdr, err := decodeHeader(hb)
 	if err != nil {
 		return err
+	}
+	if hdr.Store&snapStoreKnown != 0 && hdr.Store != storeByte(f.cfg.EntryLog) {
+		mine, theirs := "commitlog", "wal or bolt"
+		if !f.cfg.EntryLog {
+			mine, theirs = theirs, mine
+		}
+		return fmt.Errorf("%w: snapshot at index %d comes from a node whose dLegerLogStore is %s, this node's is %s: every node of a group must use the same raft log store",
+			ErrBadSnapshot, hdr.Index, theirs, mine)
 	}
 	meta, err := readMeta(br, int(hdr.MetaFiles))
 	if err != nil {
