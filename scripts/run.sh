@@ -165,10 +165,17 @@ for i in 0 1 2; do
 	port=$((BROKER_PORT + 10 * i))
 	ADDR[$n]="127.0.0.1:$port"
 	HTTP[$n]="http://127.0.0.1:$((HTTP_PORT + 1 + i))/"
-	# The shipped file as is; flags override only what the environment may move.
+	# The shipped file as is; flags override only what the environment may move, and the Raft log
+	# store of a data directory an earlier version created on raft-wal (the files set commitlog now;
+	# a node refuses to open another store than its directory holds).
+	store=()
+	if [ -d "$DATA/broker-a-$n/dledger-$n/raft/raft-wal" ]; then
+		store=(--dLegerLogStore wal)
+		[ "$i" = 0 ] && echo "note: $DATA holds a group created on raft-wal: it keeps that Raft log store (remove $DATA to start over on the commitlog store)"
+	fi
 	start "$n" "$DATA/logs/broker-a-$n.log" ./bin/mqbroker -c "config/dledger/broker-$n.properties" -n "$NS" \
 		--listenPort "$port" --dLegerPeers "$PEERS" --httpPort "$((HTTP_PORT + 1 + i))" \
-		--storePathRootDir "$DATA/broker-a-$n"
+		--storePathRootDir "$DATA/broker-a-$n" ${store[@]+"${store[@]}"}
 done
 
 echo "waiting for broker-a to elect a leader and register it as master (brokerId 0)..."
