@@ -23,10 +23,8 @@ const proposeBarrierWait = applyEnqueueTimeout
 // future and data never reaches Raft), and the returned future tells the Sequencer (Lost) when
 // the entry failed in Raft instead of being applied.
 func (n *Node) propose(data []byte, timeout time.Duration) raft.ApplyFuture {
-	entry := raft.Log{Data: data}
-	if n.cfg.LogStore == LogStoreCommitLog {
-		entry.Extensions = commitLogMark // which kind of leader proposed it (storeguard.go)
-	}
+	// Extensions: which kind of leader proposed it (storeguard.go).
+	entry := raft.Log{Data: data, Extensions: EntryExtensions(n.cfg.LogStore)}
 	seq := n.cfg.Sequencer
 	if seq == nil {
 		return n.raft.ApplyLog(entry, timeout)

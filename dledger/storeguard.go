@@ -18,6 +18,17 @@ import (
 // others. Four bytes, as it travels and is stored with every entry.
 var commitLogMark = []byte("RRC1")
 
+// EntryExtensions is what a leader whose Raft log store is logStore puts in the Extensions of the
+// command entries it proposes (commitLogMark for the commitlog store, nothing for the others):
+// for a test or a tool that speaks for a leader, whose entries the followers would refuse
+// otherwise.
+func EntryExtensions(logStore string) []byte {
+	if logStore == LogStoreCommitLog {
+		return commitLogMark
+	}
+	return nil
+}
+
 // storeGuard refuses to store a command entry proposed by a leader on the other kind of log store
 // (commitLogMark), before anything is written: the entry is not acknowledged, Raft's leader backs
 // off and retries, and this node logs why until its store is fixed. It wraps the store outside

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"rocketraft/dledger"
 	"rocketraft/fsm"
 	"rocketraft/protocol"
 )
@@ -66,11 +67,13 @@ func TestDivergedReplicaStops(t *testing.T) {
 		}
 		next := vs.LastLogIndex + 1
 		req := &raft.AppendEntriesRequest{
-			RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leaderID), Addr: []byte(leaderRaft)},
-			Term:              vs.Term,
-			PrevLogEntry:      vs.LastLogIndex,
-			PrevLogTerm:       vs.Term,
-			Entries:           []*raft.Log{{Index: next, Term: vs.Term, Type: raft.LogCommand, Data: fsm.EncodeDigestCheck(0, 0)}},
+			RPCHeader:    raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(leaderID), Addr: []byte(leaderRaft)},
+			Term:         vs.Term,
+			PrevLogEntry: vs.LastLogIndex,
+			PrevLogTerm:  vs.Term,
+			// marked as the leader marks its entries, or the follower refuses it (dledger/storeguard.go)
+			Entries: []*raft.Log{{Index: next, Term: vs.Term, Type: raft.LogCommand, Data: fsm.EncodeDigestCheck(0, 0),
+				Extensions: dledger.EntryExtensions(victim.props["dLegerLogStore"])}},
 			LeaderCommitIndex: next,
 		}
 		var resp raft.AppendEntriesResponse
