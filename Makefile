@@ -54,7 +54,8 @@ unit:
 	$(GO) test -race -count=1 -timeout 5m $(UNIT_PKGS)
 
 # LOG_STORE (wal, bolt or commitlog) runs the integration, chaos and fault suites with every
-# DLedger node on that Raft log store (tests that choose their own keep theirs).
+# DLedger node on that Raft log store (tests that choose their own keep theirs); unset, the nodes
+# run the commitlog store, as the shipped configurations set it.
 LOG_STORE ?=
 integration: build
 	RR_BIN_DIR=$(CURDIR)/$(BIN) RR_LOG_STORE=$(LOG_STORE) $(GO) test -count=1 -timeout 12m ./integration/
