@@ -30,18 +30,36 @@ const (
 	entryLogMark = "raft-log-in-commitlog"
 )
 
+// storeFiles is what each log store leaves in Config.DataDir, by which a directory tells the
+// store it was created with.
+var storeFiles = []struct{ file, store string }{{walDir, LogStoreWAL}, {boltLogFile, LogStoreBolt}, {entryLogMark, LogStoreCommitLog}}
+
 // StoreOnDisk names the Raft log store whose files dir (Config.DataDir) holds: LogStoreWAL,
 // LogStoreBolt or LogStoreCommitLog, or "" when it holds none (a node never started, or a
 // commitlog-store node from before the mark existed). A broker left to choose keeps a node on
 // the store it was created with, since a node reopened on another store would find an empty
 // log beside its term and its applied state.
 func StoreOnDisk(dir string) string {
-	for _, k := range []struct{ file, store string }{{walDir, LogStoreWAL}, {boltLogFile, LogStoreBolt}, {entryLogMark, LogStoreCommitLog}} {
+	store, _ := heldStore(dir)
+	return store
+}
+
+// heldStore is StoreOnDisk with the file that tells it.
+func heldStore(dir string) (store, file string) {
+	for _, k := range storeFiles {
 		if _, err := os.Stat(filepath.Join(dir, k.file)); err == nil {
-			return k.store
+			return k.store, k.file
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// refuseOtherStore refuses to open kind in dir when dir holds another store's log.
+func refuseOtherStore(dir, kind string) error {
+	if held, file := heldStore(dir); held != "" && held != kind {
+		return keyErr("dLegerLogStore", "%q but %s already holds %s (the %s store's)", kind, dir, file, held)
+	}
+	return nil
 }
 
 // markEntryLog leaves entryLogMark in dir (synced with its directory), once.
@@ -67,10 +85,8 @@ func openStable(dir string) (*raftboltdb.BoltStore, error) {
 // bytes unless cacheSize < 0. With a tracker (raft-wal only) the leader's writes are fsynced in
 // the background (leaderwrite.go); the closer then finishes those fsyncs first.
 func openLogStore(dir, kind string, cacheSize, cacheBytes, segmentSize int, t *syncTracker, logger hclog.Logger) (raft.LogStore, io.Closer, error) {
-	for _, other := range map[string][]string{LogStoreWAL: {boltLogFile, entryLogMark}, LogStoreBolt: {walDir, entryLogMark}}[kind] {
-		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", kind, dir, other)
-		}
+	if err := refuseOtherStore(dir, kind); err != nil {
+		return nil, nil, err
 	}
 	var (
 		store raft.LogStore

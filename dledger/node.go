@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -190,10 +189,8 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 // is the state machine's to close: the closer returned only stops t. With t, the leader writes its
 // copy unsynced and t syncs it in the background (leaderwrite.go), as with raft-wal.
 func openEntryLog(dir string, entries raft.LogStore, cacheSize, cacheBytes int, t *syncTracker) (raft.LogStore, io.Closer, error) {
-	for _, other := range []string{walDir, boltLogFile} {
-		if _, err := os.Stat(filepath.Join(dir, other)); err == nil {
-			return nil, nil, keyErr("dLegerLogStore", "%q but %s already holds %s", LogStoreCommitLog, dir, other)
-		}
+	if err := refuseOtherStore(dir, LogStoreCommitLog); err != nil {
+		return nil, nil, err
 	}
 	if err := markEntryLog(dir); err != nil {
 		return nil, nil, err
