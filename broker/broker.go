@@ -278,6 +278,9 @@ func New(cfg *config.Broker, logger hclog.Logger) (*Broker, error) {
 		waitReplicas:           b.waitReplicas,
 		commitOffset:           b.tables.commitOffset,
 	}
+	if spec.ownsTables {
+		b.sender.topicsSaved = b.topics.Sync
+	}
 	// The admin request handlers; their func values are Broker methods other parts own (the
 	// metadata change path, forwarding, registration, role).
 	b.topicH = &topicHandlers{cfg: b.cfg, topics: b.topics, metaMu: &b.tables.names, logger: b.logger,

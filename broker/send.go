@@ -57,6 +57,11 @@ type sender struct {
 	applyDelay             func(p *sendPlan, props map[string]string)
 	waitReplicas           func(waitStore bool, results []storage.AppendResult) (int32, string)
 	commitOffset           func(group, topic string, qid int32, off int64)
+	// topicsSaved returns once topics.json holds every topic created so far (meta.Topics.Sync):
+	// set in classic mode, where that file is the only record of a topic, so a message is never
+	// acknowledged in a topic a crash could forget; nil in DLedger mode, where the Raft log
+	// holds the creation ahead of the messages.
+	topicsSaved func() error
 }
 
 // sendTimeout bounds one append, as RocketMQ's putMessageTimeout.
@@ -164,6 +169,9 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
+	if err := s.saveTopics(); err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
 	inf := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
 	alog, async := s.commitLog.(asyncCommitLog)
 	if !async {
@@ -267,10 +275,22 @@ func (s *sender) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 		return nil, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
 	}
 	if created {
-		s.logger.Info("auto-created topic", "topic", h.Topic, "queues", tc.WriteQueueNums, "defaultTopic", h.DefaultTopic)
 		s.triggerRegister()
 	}
 	return tc, remoting.Success, ""
+}
+
+// saveTopics makes the topic table durable before a message is stored (topicsSaved); it is
+// logged here, as the client only sees SYSTEM_ERROR.
+func (s *sender) saveTopics() error {
+	if s.topicsSaved == nil {
+		return nil
+	}
+	if err := s.topicsSaved(); err != nil {
+		s.logger.Error("refusing a send: the topic table is not saved", "error", err)
+		return err
+	}
+	return nil
 }
 
 // applyRetryPolicy handles a message sent to %RETRY%<group>: the group must

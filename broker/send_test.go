@@ -444,3 +444,44 @@ func TestSenderSendsInline(t *testing.T) {
 		}
 	}
 }
+
+// In classic mode a send's topic is in topics.json before the message is stored, even when the
+// creation's write was coalesced: a crash right after the answer must not forget the topic of
+// an acknowledged message. If the table cannot be saved, the send is refused and nothing stored.
+func TestSenderSavesTopicsBeforeStoring(t *testing.T) {
+	f := newSendFixture(t)
+	path := filepath.Join(t.TempDir(), "topics.json")
+	topics, err := meta.OpenTopics(path, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := topics.Put(protocol.NewTopicConfig("Earlier")); err != nil { // written at once
+		t.Fatal(err)
+	}
+	topics.SetFlushInterval(time.Hour) // later changes wait for a write only Sync makes
+	f.s.topics, f.s.topicsSaved = topics, topics.Sync
+	f.s.createTopicFromDefault = func(name, _ string, _, _ int32) (*protocol.TopicConfig, bool, error) {
+		tc := &protocol.TopicConfig{TopicName: name, ReadQueueNums: 2, WriteQueueNums: 2, Perm: protocol.PermRead | protocol.PermWrite}
+		return tc, true, topics.Put(tc)
+	}
+	resp := f.send(t, remoting.SendMessage, protocol.SendMessageRequestHeader{Topic: "Fresh", DefaultTopic: "TBW102"}, []byte("x"))
+	if resp.Code != remoting.Success {
+		t.Fatalf("send to a new topic: code %d %q", resp.Code, resp.Remark)
+	}
+	reread, err := meta.OpenTopics(path, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reread.Get("Fresh") == nil {
+		t.Fatal("the send was answered while its auto-created topic was not yet in topics.json")
+	}
+
+	f.s.topicsSaved = func() error { return errors.New("disk gone") }
+	resp = f.send(t, remoting.SendMessage, protocol.SendMessageRequestHeader{Topic: "Fresh"}, []byte("y"))
+	if resp.Code != remoting.SystemError || !strings.Contains(resp.Remark, "disk gone") {
+		t.Fatalf("send with the topic table unsaved: code %d %q, want SYSTEM_ERROR", resp.Code, resp.Remark)
+	}
+	if n := len(f.log.stored(t)); n != 1 {
+		t.Fatalf("%d messages stored, want only the first", n)
+	}
+}

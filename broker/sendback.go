@@ -142,6 +142,9 @@ func (s *sender) handleSendBack(conn *remoting.Conn, req *remoting.Command) *rem
 		return fail(remoting.MessageIllegal, "encode the send-back copy: %v", err)
 	}
 	records := [][]byte{rec}
+	if err := s.saveTopics(); err != nil {
+		return fail(remoting.SystemError, "%v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
 	results, err := s.commitLog.Append(ctx, records)

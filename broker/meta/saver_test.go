@@ -2,7 +2,9 @@ package meta
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,5 +87,90 @@ func TestGroupsFlushInterval(t *testing.T) {
 	re, _ = OpenGroups(path, nil)
 	if n := len(re.Names()); n != 100 {
 		t.Fatalf("after Flush the file holds %d groups, want 100", n)
+	}
+}
+
+// Sync writes a coalesced change before the timer would, and every concurrent caller returns
+// only once the change made before its call is on disk; with nothing pending it writes nothing.
+func TestTopicsSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "topics.json")
+	tp, err := OpenTopics(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.SetFlushInterval(time.Hour) // only Sync or Flush can write a coalesced change
+	onDisk := func() map[string]bool {
+		re, err := OpenTopics(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, n := range re.Names() {
+			m[n] = true
+		}
+		return m
+	}
+	if err := tp.Sync(); err != nil {
+		t.Fatalf("Sync with nothing changed: %v", err)
+	}
+	if err := tp.Put(protocol.NewTopicConfig("First")); err != nil { // written at once
+		t.Fatal(err)
+	}
+	if err := tp.Put(protocol.NewTopicConfig("Coalesced")); err != nil {
+		t.Fatal(err)
+	}
+	if onDisk()["Coalesced"] {
+		t.Fatal("the second change was written at once; the test needs it coalesced")
+	}
+	if err := tp.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !onDisk()["Coalesced"] {
+		t.Fatal("Sync returned before the coalesced change was on disk")
+	}
+
+	// Concurrent creators each sync after their own change: each must find its topic on disk.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := fmt.Sprintf("C%d", i)
+			if err := tp.Put(protocol.NewTopicConfig(name)); err != nil {
+				errs <- err
+				return
+			}
+			if err := tp.Sync(); err != nil {
+				errs <- err
+				return
+			}
+			re, err := OpenTopics(path, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if re.Get(name) == nil {
+				errs <- fmt.Errorf("%s not on disk after its Sync", name)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// Nothing pending: Sync leaves the file alone.
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := tp.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := os.Stat(path); err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Fatalf("Sync with nothing pending rewrote the file (%v)", err)
 	}
 }

@@ -295,6 +295,17 @@ func (t *Topics) SetFlushInterval(d time.Duration) { t.saver.setInterval(d) }
 // Flush writes a change still waiting for its coalesced write (call it at shutdown).
 func (t *Topics) Flush() error { return t.saver.flush() }
 
+// Sync returns once every change made before the call is in topics.json, writing it now if a
+// coalesced write is still pending; with nothing pending it only compares two counters. A
+// classic broker syncs before it stores a message: topics.json is the only record of a topic
+// there, and an acknowledged message in a topic a crash forgot would be out of every route.
+func (t *Topics) Sync() error {
+	if err := t.saver.sync(); err != nil {
+		return fmt.Errorf("save topic table %s: %w", t.file.path, err)
+	}
+	return nil
+}
+
 func cloneTopic(tc *protocol.TopicConfig) *protocol.TopicConfig {
 	c := *tc
 	c.Attributes = maps.Clone(tc.Attributes)
