@@ -76,7 +76,14 @@ func (g *rpcGate) check(cmd any, remote string) error {
 		if err := g.checkTerm("RequestVote", req.Term, cur, req.ID, remote); err != nil {
 			return err
 		}
-		if req.LeadershipTransfer {
+		switch {
+		case !req.LeadershipTransfer:
+		case req.Term <= cur:
+			// A late copy of a transfer's vote request: this node already holds its term (the
+			// new leader's heartbeat came first). The flag only matters for a new term, so it
+			// goes quietly; a warning here would cry wolf on every slow genuine transfer.
+			req.LeadershipTransfer = false
+		default:
 			if why := transferVoteProblem(v, req, cur); why != "" {
 				g.warn.Warn("transfer", "leadership-transfer flag dropped from a vote request: "+why,
 					"remote", remote, "candidate", string(req.ID), "term", req.Term, "currentTerm", cur)

@@ -1,6 +1,7 @@
 package dledger
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
 	"rocketraft/peerauth"
@@ -105,6 +107,26 @@ func TestRPCGate(t *testing.T) {
 		if req.LeadershipTransfer != c.keep {
 			t.Errorf("%s at term %d: transfer flag %v, want %v", c.id, c.term, req.LeadershipTransfer, c.keep)
 		}
+	}
+
+	// A transfer's vote arriving after this node took its term (from the new leader) loses the
+	// flag without a warning; one that skips a term is warned about.
+	var logged bytes.Buffer
+	quiet := &rpcGate{warn: newLimitedLog(hclog.New(&hclog.LoggerOptions{Output: &logged}), 0)}
+	quiet.attach(fixedView{term: 11, leader: "n1", voters: []string{"n0", "n1", "n2"}})
+	late := &raft.RequestVoteRequest{RPCHeader: hdr("n1"), Term: 11, LeadershipTransfer: true}
+	if err := quiet.check(late, "x"); err != nil || late.LeadershipTransfer {
+		t.Fatalf("late transfer vote: %v, flag %v", err, late.LeadershipTransfer)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("a late genuine transfer vote was warned about: %s", logged.String())
+	}
+	skip := &raft.RequestVoteRequest{RPCHeader: hdr("n1"), Term: 13, LeadershipTransfer: true}
+	if err := quiet.check(skip, "x"); err != nil || skip.LeadershipTransfer {
+		t.Fatalf("transfer vote two terms ahead: %v, flag %v", err, skip.LeadershipTransfer)
+	}
+	if !strings.Contains(logged.String(), "flag dropped") {
+		t.Errorf("a transfer vote two terms ahead was not warned about: %q", logged.String())
 	}
 }
 

@@ -541,10 +541,7 @@ func chaosLeaderKillLoop(t *testing.T, extra map[string]string) {
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first kill")
 	// A consumer group reads along (committing offsets every 5 s, as the client does), while a
 	// watcher samples the topic's route and the group's committed offsets on the master.
-	queues, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatalf("queue count of %s: %v", topic, err)
-	}
+	queues := routedQueues(t, ns.addr, topic)
 	group := uniq("GChaos")
 	cons := startPushConsumer(t, g.asCluster(g.waitMaster(t, 20*time.Second, nil)), group, topic, all)
 	watch := startFailoverWatch(t, g, topic, group, queues)

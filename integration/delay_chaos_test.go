@@ -133,10 +133,7 @@ func TestChaosDelayedAcrossLeaderKills(t *testing.T) {
 			}
 		}
 	}
-	queues, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queues := routedQueues(t, ns.addr, topic)
 	delivered := map[string][]*record{}
 	for q := 0; q < queues; q++ {
 		recs, err := readQueue(leader.addr, topic, q)

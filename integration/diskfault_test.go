@@ -308,11 +308,9 @@ func TestDiskFaultStableStore(t *testing.T) {
 func waitNodeCaughtUp(t *testing.T, g *raftGroup, b *broker, topic string) int {
 	t.Helper()
 	master := g.waitMaster(t, 20*time.Second, nil)
-	n, err := queueCount(g.ns.addr, topic)
-	if err != nil {
-		t.Fatalf("queues of %s: %v", topic, err)
-	}
+	n := routedQueues(t, g.ns.addr, topic)
 	want := make([]int64, n)
+	var err error
 	for q := range n {
 		if want[q], err = maxOffset(master.addr, topic, q); err != nil {
 			t.Fatalf("max offset of queue %d on %s: %v", q, master.proc.name, err)

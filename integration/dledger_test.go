@@ -69,10 +69,7 @@ func raftGroupLeaderKill(t *testing.T, opts ...brokerOpt) {
 	acked = append(acked, sendSync(t, p1, topic, "stale-route", k, nil)...)
 	_ = p1.Shutdown()
 
-	queues, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queues := routedQueues(t, ns.addr, topic)
 	// Wait until every node has applied everything (the restarted one replays and catches up).
 	eventually(t, 20*time.Second, "every node at the same max offsets", func() error {
 		for q := range queues {

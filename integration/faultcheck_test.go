@@ -410,10 +410,7 @@ func checkFaultRun(t testing.TB, run int, g *raftGroup, loads []checkedLoad, ws 
 		t.Errorf("run %d, %s: %s", run, windowOf(ws, at), what)
 	}
 	for _, l := range loads {
-		queues, err := queueCount(g.ns.addr, l.topic)
-		if err != nil {
-			t.Fatalf("queue count of %s: %v", l.topic, err)
-		}
+		queues := routedQueues(t, g.ns.addr, l.topic)
 		for _, s := range l.acked {
 			queues = max(queues, s.queue+1)
 		}

@@ -73,10 +73,7 @@ func TestPreferredLeaderReturns(t *testing.T) {
 		t.Fatalf("no node logged a hand-over to the preferred leader")
 	}
 
-	queues, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queues := routedQueues(t, ns.addr, topic)
 	for _, b := range g.nodes {
 		waitQueuesEqual(t, preferred, b, topic, queues, 20*time.Second)
 		checkAcked(t, b.proc.name, readQueues(t, b.addr, topic, queues), acked)

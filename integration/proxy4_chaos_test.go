@@ -66,10 +66,7 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 	topic, group := uniq("ChaosProxy4"), uniq("GChaosProxy4")
 	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	pc, _ := viaProxies(t, g.asCluster(leader))
-	queues, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatalf("queue count of %s: %v", topic, err)
-	}
+	queues := routedQueues(t, ns.addr, topic)
 	var deliveries deliveryTimes
 	cons := startPushConsumerWith(t, pc, group, topic, all, deliveries.add)
 	watch := startFailoverWatch(t, g, topic, group, queues)

@@ -243,10 +243,7 @@ func verifyV5(t testing.TB, g *raftGroup, l *v5Load, proxyKilled time.Time, pxs 
 		}
 	}
 	attempts, acked := l.snapshot()
-	queues, err := queueCount(g.ns.addr, l.topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	queues := routedQueues(t, g.ns.addr, l.topic)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	g.waitOffsetsConverged(t, 60*time.Second, leader, l.topic, queues)
 	var ref map[int][]*record

@@ -234,6 +234,20 @@ func queueCount(nsAddr, topic string) (int, error) {
 	return n, nil
 }
 
+// routedQueues is queueCount once the name server routes topic, waiting up to 20 s: a topic
+// created by a send (from TBW102's route) is routed only after the broker's next registration,
+// which is coalesced (metadataFlushIntervalMs).
+func routedQueues(t testing.TB, nsAddr, topic string) int {
+	t.Helper()
+	var n int
+	eventually(t, 20*time.Second, "route of "+topic+" with its queues", func() error {
+		var err error
+		n, err = queueCount(nsAddr, topic)
+		return err
+	})
+	return n
+}
+
 var readQueueNumsRE = regexp.MustCompile(`"readQueueNums"\s*:\s*(\d+)`)
 
 // readAll reads every stored message of topic with raw PULL_MESSAGE requests (subscription
@@ -242,10 +256,7 @@ var readQueueNumsRE = regexp.MustCompile(`"readQueueNums"\s*:\s*(\d+)`)
 func readAll(t testing.TB, c *cluster, topic string) map[int][]*record {
 	t.Helper()
 	waitTopicRoute(t, c, topic)
-	n, err := queueCount(c.ns.addr, topic)
-	if err != nil {
-		t.Fatalf("queue count of %s: %v", topic, err)
-	}
+	n := routedQueues(t, c.ns.addr, topic)
 	group := uniq("READALL")
 	out := map[int][]*record{}
 	deadline := time.Now().Add(60 * time.Second)

@@ -101,10 +101,7 @@ func TestSQL92FilterRaftGroup(t *testing.T) {
 	checkSQLConsumer(t, c, topic, want)
 
 	f := g.followers(leader)[0]
-	n, err := queueCount(ns.addr, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := routedQueues(t, ns.addr, topic)
 	var got []string
 	eventually(t, 20*time.Second, "a follower serves the SQL92-selected messages", func() error {
 		got = got[:0]
