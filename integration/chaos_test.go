@@ -534,7 +534,7 @@ func chaosLeaderKillLoop(t *testing.T, extra map[string]string) {
 		disk = startDiskLoad(t)
 	}
 	topic := uniq("ChaosLeaderKill")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 
 	load := startChaosLoad(t, ns.addr, topic, cp.producers, true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
@@ -779,7 +779,7 @@ func TestChaosFollowerKill(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("ChaosFollowerKill")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	waitTopicRoute(t, &cluster{ns: ns, b: leader}, topic)
 
 	load := startChaosLoad(t, ns.addr, topic, 2, false)
@@ -823,7 +823,7 @@ func TestChaosMinorityLeft(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("ChaosMinority")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 
 	load := startChaosLoad(t, ns.addr, topic, 2, true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)

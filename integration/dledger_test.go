@@ -262,6 +262,18 @@ func sendFirst(t testing.TB, p interface {
 	return s
 }
 
+// createTopicBySend auto-creates topic with p's first send (sendFirst) and waits until the name server
+// at nsAddr routes it: the broker registers a new topic at its next, coalesced, registration,
+// and a client started before then (a 5.x client, a consumer, a proxy) finds no route.
+func createTopicBySend(t testing.TB, nsAddr string, p interface {
+	SendSync(context.Context, ...*primitive.Message) (*primitive.SendResult, error)
+}, topic, body string) sent {
+	t.Helper()
+	s := sendFirst(t, p, topic, body)
+	routedQueues(t, nsAddr, topic)
+	return s
+}
+
 // checkAcked checks that queue offsets are dense from 0 on every queue and that every
 // acknowledged send is at the (queue, offset) it was acknowledged with.
 func checkAcked(t testing.TB, node string, got map[int][]*record, acked []sent) {

@@ -144,7 +144,7 @@ func nodeFifo(t *testing.T, c *cluster, nodes []*broker, px *mqproxy) {
 // once each; only the unknown ones were checked back.
 func nodeTransaction(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer) {
 	topic := uniq("NodeTxn")
-	sendFirst(t, p4, topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, p4, topic, "create-topic")
 	cons := startPushConsumer(t, c, uniq("GNodeTxn"), topic, all)
 	const n = 16
 	r := startNode(t, "txn-produce", 60*time.Second, map[string]string{"endpoint": px.addr, "topic": topic, "count": strconv.Itoa(n), "prefix": "ntx", "linger": "2000"})

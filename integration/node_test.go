@@ -145,7 +145,7 @@ func checkReceivedOnce(t testing.TB, who string, want []nodeMsg, ev []nodeEvent)
 // message once; a message it hands to ForwardMessageToDeadLetterQueue is found in the group's DLQ.
 func nodeSimpleConsumer(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer) {
 	topic, group := uniq("NodeSC"), uniq("GNodeSC")
-	sendFirst(t, p4, topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, p4, topic, "create-topic")
 	r := startNode(t, "simple-consume", 90*time.Second, map[string]string{
 		"endpoint": px.addr, "topic": topic, "group": group, "count": "21", "prefix": "sc", "dlq": "scdlq", "linger": "3000"})
 	r.waitFor(t, 30*time.Second, "ready", func(e nodeEvent) bool { return e.Event == "ready" })
@@ -182,7 +182,7 @@ func nodeSimpleConsumer(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Produ
 // the Go 4.x producer sent, each message once.
 func nodePushConsumer(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer) {
 	topic, group := uniq("NodePC"), uniq("GNodePC")
-	sendFirst(t, p4, topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, p4, topic, "create-topic")
 	r := startNode(t, "push-consume", 90*time.Second, map[string]string{
 		"endpoint": px.addr, "topic": topic, "group": group, "count": "30", "prefix": "pc", "linger": "3000"})
 	r.waitFor(t, 30*time.Second, "ready", func(e nodeEvent) bool { return e.Event == "ready" })
@@ -198,7 +198,7 @@ func nodePushConsumer(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Produce
 // delivered again; the other messages are consumed once.
 func nodeRetryToDLQ(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer) {
 	topic, group := uniq("NodeDLQ"), uniq("GNodeDLQ")
-	sendFirst(t, p4, topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, p4, topic, "create-topic")
 	runAdmin(t, c, "updateSubGroup", "-g", group, "-b", c.b.addr, "-r", "2")
 	r := startNode(t, "push-consume", 90*time.Second, map[string]string{
 		"endpoint": px.addr, "topic": topic, "group": group, "count": "2", "prefix": "ok", "fail": "fail", "linger": "8000"})
@@ -244,7 +244,7 @@ func nodeRetryToDLQ(t *testing.T, c *cluster, px *mqproxy, p4 rocketmq.Producer)
 // answer what the broker holds for queue 0.
 func nodeProducerAndOffsets(t *testing.T, c *cluster, px *mqproxy) {
 	topic, group := uniq("NodeP"), uniq("GNodeP")
-	sendFirst(t, newProducer(t, c), topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, newProducer(t, c), topic, "create-topic")
 	const n = 12
 	pr := startNode(t, "produce", 60*time.Second, map[string]string{"endpoint": px.addr, "topic": topic, "count": strconv.Itoa(n), "prefix": "np", "tag": "NodeTag"})
 	var sentEv []nodeEvent

@@ -196,7 +196,7 @@ func TestChaosLeaderIsolated(t *testing.T) {
 	g := startPartitionedGroup(t, ns, chaosProps(nil)...)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("ChaosIsolated")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 
 	load := startChaosLoad(t, ns.addr, topic, 2, true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)

@@ -167,7 +167,7 @@ func TestChaosLeaderPause(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
 	g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("ChaosLeaderPause")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	load := startChaosLoad(t, ns.addr, topic, max(1, producers), true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first pause")

@@ -198,7 +198,7 @@ func TestChaosPowerLoss(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, opts...)
 	g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("ChaosPowerLoss")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	load := startChaosLoad(t, ns.addr, topic, 2, true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first power loss")

@@ -64,7 +64,7 @@ func TestChaosProxy4LeaderKill(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic, group := uniq("ChaosProxy4"), uniq("GChaosProxy4")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	pc, _ := viaProxies(t, g.asCluster(leader))
 	queues := routedQueues(t, ns.addr, topic)
 	var deliveries deliveryTimes
@@ -296,7 +296,7 @@ func TestChaosProxy4ProxyKill(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t)
 	topic := uniq("P4ProxyKill")
-	first := sendFirst(t, newProducer(t, c), topic, "create-topic")
+	first := createTopicBySend(t, c.ns.addr, newProducer(t, c), topic, "create-topic")
 	pc, pxs := viaProxies(t, c)
 	cons := startPushConsumer(t, pc, uniq("GP4ProxyKill"), topic, all)
 	load := startChaosLoad(t, joinAddrs(pc), topic, 2, false)

@@ -500,7 +500,7 @@ func TestChaosProxyLeaderKill(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, chaosProps(nil)...)
 	master := g.waitMaster(t, 20*time.Second, nil)
 	topic, group := uniq("ChaosProxy"), uniq("GChaosProxy")
-	sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	// The 5.x consumer's start needs the route: the auto-created topic reaches the name server
 	// with the broker's next registration, which a loaded machine can delay past the proxy's start.
 	eventually(t, 20*time.Second, "route of "+topic+" at the name server", func() error {
@@ -644,7 +644,7 @@ func TestProxyTwoProxiesKill(t *testing.T) {
 	g := startRaftGroup(t, ns, 3)
 	g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("TwoProxies")
-	sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	a, b := startProxy(t, ns), startProxy(t, ns)
 	byName := func(px *mqproxy) string { return "localhost:" + px.addr[strings.LastIndexByte(px.addr, ':')+1:] }
 	for _, px := range []*mqproxy{a, b} {

@@ -178,8 +178,8 @@ func TestProxyGracefulSIGTERM(t *testing.T) {
 	c := &cluster{ns: ns, b: startBroker(t, ns)}
 	topic, group, busy := uniq("ProxyTerm"), uniq("GProxyTerm"), uniq("ProxyTermBusy")
 	p4 := newProducer(t, c)
-	sendFirst(t, p4, topic, "create-topic")
-	sendFirst(t, p4, busy, "create-topic") // the live sends go here, away from the long poll
+	createTopicBySend(t, c.ns.addr, p4, topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, p4, busy, "create-topic") // the live sends go here, away from the long poll
 	mport := freePort(t)
 	px := startProxyWith(t, ns, "--metricsExporterType=PROM", "--metricsPromExporterPort="+strconv.Itoa(mport), "--grpcShutdownTimeSeconds=10")
 	p := newV5Producer(t, px.addr, topic)
@@ -317,7 +317,7 @@ func TestProxyACL(t *testing.T) {
 	c := &cluster{ns: ns, b: startBroker(t, ns, aclBrokerOpts(file)...)}
 	topic, group := uniq("ProxyAcl"), uniq("GProxyAcl")
 	creds4 := primitive.Credentials{AccessKey: aclAppAK, SecretKey: aclAppSK}
-	sendFirst(t, newProducer(t, c, producer.WithCredentials(creds4)), topic, "create-topic")
+	createTopicBySend(t, c.ns.addr, newProducer(t, c, producer.WithCredentials(creds4)), topic, "create-topic")
 	px := startProxyWith(t, ns, "--aclEnable=true", "--aclConfigFile="+file, "--accessKey="+aclAdminAK, "--secretKey="+aclAdminSK)
 
 	good := &credentials.SessionCredentials{AccessKey: aclAppAK, AccessSecret: aclAppSK}
@@ -379,7 +379,7 @@ func TestProxyLocalMode(t *testing.T) {
 	b := startBroker(t, ns, withFlag("enable-proxy", "true"), withProp("grpcServerPort", strconv.Itoa(gport)), withProp("proxyConfigPath", pc))
 	addr := "127.0.0.1:" + strconv.Itoa(gport)
 	topic, group := uniq("ProxyLocal"), uniq("GProxyLocal")
-	sendFirst(t, newProducer(t, &cluster{ns: ns, b: b}), topic, "create-topic")
+	createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns, b: b}), topic, "create-topic")
 	eventually(t, 15*time.Second, "the local proxy accepts", func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {

@@ -109,7 +109,7 @@ func expectNotChecked(t testing.TB, l *txnListener, bodies []string) {
 // exactly the committed ones (by the producer, or by its checker) reach a consumer of c.
 func runProxyTxns(t *testing.T, ns *namesrv, c *cluster, label string) {
 	topic := uniq("PxTxn" + label)
-	first := sendFirst(t, newProducer(t, c), topic, "create-topic")
+	first := createTopicBySend(t, c.ns.addr, newProducer(t, c), topic, "create-topic")
 	cons := startPushConsumer(t, c, uniq("GPxTxn"), topic, all)
 	px := startProxy(t, ns)
 	l := newTxnListener(false, true)
@@ -154,7 +154,7 @@ func TestProxyV5TransactionLeaderKill(t *testing.T) {
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	c := g.asCluster(leader)
 	topic := uniq("PxTxnKill")
-	first := sendFirst(t, newProducer(t, c), topic, "create-topic")
+	first := createTopicBySend(t, c.ns.addr, newProducer(t, c), topic, "create-topic")
 	waitTopicRoute(t, c, topic)
 	px := startProxy(t, ns)
 	l := newTxnListener(false, false) // the checker answers unknown
@@ -199,7 +199,7 @@ func TestProxyV5TransactionProxyRestart(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, proxyTxnProps...)
 	topic := uniq("PxTxnRestart")
-	first := sendFirst(t, newProducer(t, c), topic, "create-topic")
+	first := createTopicBySend(t, c.ns.addr, newProducer(t, c), topic, "create-topic")
 	cons := startPushConsumer(t, c, uniq("GPxTxnRestart"), topic, all)
 	px := startProxy(t, c.ns)
 	l := newTxnListener(false, true)

@@ -20,7 +20,7 @@ func TestRaftLeaderSIGTERMUnderLoad(t *testing.T) {
 	g := startRaftGroup(t, ns, 3)
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("Sigterm")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	waitTopicRoute(t, &cluster{ns: ns, b: leader}, topic)
 
 	load := startChaosLoad(t, ns.addr, topic, 2, false)

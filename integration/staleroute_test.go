@@ -15,7 +15,7 @@ func TestRaftGroupStaleRouteAfterTransfer(t *testing.T) {
 	g := startRaftGroup(t, ns, 3, withProp("allowUnauthenticatedRaftAdmin", "true"))
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("StaleRoute")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	waitTopicRoute(t, &cluster{ns: ns, b: leader}, topic)
 
 	load := startChaosLoad(t, ns.addr, topic, 2, false) // never replaced: the route stays stale

@@ -101,7 +101,7 @@ func TestChaosFollowerCutLeaderStays(t *testing.T) {
 
 	leader := g.waitMaster(t, 20*time.Second, nil)
 	topic := uniq("FollowerCut")
-	first := sendFirst(t, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
+	first := createTopicBySend(t, ns.addr, newProducer(t, &cluster{ns: ns}), topic, "create-topic")
 	load := startChaosLoad(t, ns.addr, topic, envPositive(t, "RR_FOLLOWER_CUT_PRODUCERS", 2), true)
 	load.addRaw(attempt{body: first.body, ok: true}, &first)
 	load.waitAcked(100, 30*time.Second, "load acknowledged before the first cut")
