@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -155,7 +156,7 @@ func truncated(err error, n int64) error {
 
 // countFields counts the colons outside strings of a JSON text: the number of object fields at
 // every depth, so at least the number of extFields. It allocates nothing and stops counting
-// past limit, so a header's field count is checked before any of it is decoded.
+// past limit, so a header's field count is checked before the general decoder sees it.
 func countFields(b []byte, limit int) int {
 	n := 0
 	in := false
@@ -241,21 +242,26 @@ func jsonInt32(n json.Number, field string) (int32, error) {
 }
 
 func decodeJSONHeader(b []byte) (*Command, error) {
-	n := countFields(b, MaxExtFields+jsonTopFields)
-	if n > MaxExtFields+jsonTopFields {
-		return nil, fmt.Errorf("json header has more than %d fields: %w", MaxExtFields+jsonTopFields, ErrHeaderTooLarge)
-	}
-	c, err := fastJSONHeader(b, n)
+	// The fast parser bounds extFields itself (it hands a header with more to the general
+	// decoder); the colon count, one vectorised pass, only sizes the map: colons inside strings
+	// make it an overestimate, and it is capped.
+	c, err := fastJSONHeader(b, min(bytes.Count(b, colon), MaxExtFields+jsonTopFields))
 	if err != nil {
+		// encoding/json would build a map of any size: count first, without allocating.
+		if n := countFields(b, MaxExtFields+jsonTopFields); n > MaxExtFields+jsonTopFields {
+			return nil, fmt.Errorf("json header has more than %d fields: %w", MaxExtFields+jsonTopFields, ErrHeaderTooLarge)
+		}
 		if c, err = slowJSONHeader(b); err != nil {
 			return nil, err
 		}
 	}
-	if len(c.ExtFields) > MaxExtFields { // the scan above let a few more through, at most
+	if len(c.ExtFields) > MaxExtFields { // the count above let a few more through, at most
 		return nil, fmt.Errorf("json header has %d extFields, more than %d: %w", len(c.ExtFields), MaxExtFields, ErrHeaderTooLarge)
 	}
 	return c, nil
 }
+
+var colon = []byte{':'}
 
 // slowJSONHeader decodes any JSON header encoding/json accepts, leniently.
 func slowJSONHeader(b []byte) (*Command, error) {

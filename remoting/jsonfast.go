@@ -17,9 +17,10 @@ var errSlowPath = errors.New("remoting: header needs the general JSON decoder")
 
 // fastJSONHeader parses a JSON header without reflection. The send and pull
 // paths decode one header per request, and encoding/json costs about a third
-// of the broker's CPU there. fields is how many fields the header holds at
-// every depth as countFields counted them (0: unknown), which sizes the
-// extFields map.
+// of the broker's CPU there. fields estimates how many fields the header
+// holds at every depth (0: unknown), which sizes the extFields map; a header
+// with more than MaxExtFields extFields goes to the general decoder, whose
+// caller bounds it.
 func fastJSONHeader(b []byte, fields int) (*Command, error) {
 	p := jsonParser{b: b, fields: fields}
 	c := &Command{}
@@ -110,7 +111,7 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 type jsonParser struct {
 	b      []byte
 	i      int
-	fields int // fields in b at every depth, 0 if not counted: a size hint for extFields
+	fields int // fields in b at every depth, estimated, 0 if unknown: a size hint for extFields
 }
 
 func (p *jsonParser) ws() {
@@ -332,7 +333,7 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 	// header's few hundred bytes alive with it.
 	p.ws()
 	base := p.i
-	m := make(map[string]string, max(p.fields-jsonTopLevelFields, 0))
+	m := make(map[string]string, min(max(p.fields-jsonTopLevelFields, 0), MaxExtFields))
 	if p.consume('}') {
 		return m, true
 	}
@@ -359,6 +360,9 @@ func (p *jsonParser) stringMap() (map[string]string, bool) {
 			v = whole[vstart-base : vstart-base+len(raw)]
 		}
 		m[k] = v
+		if len(m) > MaxExtFields {
+			return nil, false
+		}
 		if p.consume(',') {
 			continue
 		}

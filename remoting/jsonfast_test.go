@@ -1,6 +1,7 @@
 package remoting
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -24,7 +25,7 @@ func BenchmarkFastJSONHeader(b *testing.B) {
 		cmd  *Command
 	}{{"send-request", req}, {"send-response", resp}} {
 		h := encodeJSONHeader(nil, c.cmd)
-		n := countFields(h, len(h))
+		n := bytes.Count(h, colon)
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(h)))
