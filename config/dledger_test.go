@@ -249,23 +249,27 @@ func TestProcs(t *testing.T) {
 		cpus   int
 		env    bool
 		want   int
+		leader int
 		reason string
 	}{
-		{"group on one host shares its CPUs", dl(loop3, 0), 8, false, 2, "dLegerPeers share one host"},
-		{"at least one", dl(loop3, 0), 2, false, 1, "dLegerPeers share one host"},
-		{"same non-loopback host", dl("a-10.0.0.5:1;b-10.0.0.5:2", 0), 4, false, 2, "dLegerPeers share one host"},
-		{"same host name", dl("a-Broker-Host:1;b-broker-host:2;c-broker-host:3", 0), 6, false, 2, "dLegerPeers share one host"},
-		{"hosts differ", dl("a-10.0.0.5:1;b-10.0.0.6:1;c-10.0.0.7:1", 0), 8, false, 0, "default"},
-		{"one loopback, one not", dl("a-127.0.0.1:1;b-10.0.0.6:1", 0), 8, false, 0, "default"},
-		{"single-node group", dl("n0-127.0.0.1:40911", 0), 8, false, 0, "default"},
-		{"environment wins over automatic", dl(loop3, 0), 8, true, 0, "GOMAXPROCS"},
-		{"key wins over everything", dl(loop3, 3), 8, true, 3, "maxProcs"},
-		{"classic mode", &Broker{DLegerPeers: loop3}, 8, false, 0, "default"},
-		{"classic mode with key", &Broker{MaxProcs: 2}, 8, false, 2, "maxProcs"},
+		{"group on one host shares its CPUs", dl(loop3, 0), 8, false, 2, 5, "dLegerPeers share one host"},
+		{"at least one; the leader two of two", dl(loop3, 0), 2, false, 1, 2, "dLegerPeers share one host"},
+		{"one CPU: one each", dl(loop3, 0), 1, false, 1, 0, "dLegerPeers share one host"},
+		{"four CPUs", dl(loop3, 0), 4, false, 1, 3, "dLegerPeers share one host"},
+		{"same non-loopback host", dl("a-10.0.0.5:1;b-10.0.0.5:2", 0), 4, false, 2, 3, "dLegerPeers share one host"},
+		{"same host name", dl("a-Broker-Host:1;b-broker-host:2;c-broker-host:3", 0), 6, false, 2, 4, "dLegerPeers share one host"},
+		{"five nodes on two CPUs", dl("a-h:1;b-h:2;c-h:3;d-h:4;e-h:5", 0), 2, false, 1, 0, "dLegerPeers share one host"},
+		{"hosts differ", dl("a-10.0.0.5:1;b-10.0.0.6:1;c-10.0.0.7:1", 0), 8, false, 0, 0, "default"},
+		{"one loopback, one not", dl("a-127.0.0.1:1;b-10.0.0.6:1", 0), 8, false, 0, 0, "default"},
+		{"single-node group", dl("n0-127.0.0.1:40911", 0), 8, false, 0, 0, "default"},
+		{"environment wins over automatic", dl(loop3, 0), 8, true, 0, 0, "GOMAXPROCS"},
+		{"key wins over everything", dl(loop3, 3), 8, true, 3, 0, "maxProcs"},
+		{"classic mode", &Broker{DLegerPeers: loop3}, 8, false, 0, 0, "default"},
+		{"classic mode with key", &Broker{MaxProcs: 2}, 8, false, 2, 0, "maxProcs"},
 	} {
-		n, why := c.b.Procs(c.cpus, c.env)
-		if n != c.want || why != c.reason {
-			t.Errorf("%s: Procs = %d, %q; want %d, %q", c.name, n, why, c.want, c.reason)
+		n, leader, why := c.b.Procs(c.cpus, c.env)
+		if n != c.want || leader != c.leader || why != c.reason {
+			t.Errorf("%s: Procs = %d, %d, %q; want %d, %d, %q", c.name, n, leader, why, c.want, c.leader, c.reason)
 		}
 	}
 }

@@ -7,28 +7,39 @@ import (
 
 // Procs says how many CPUs the broker should schedule goroutines on (runtime.GOMAXPROCS) and
 // why; n == 0 leaves the Go runtime's choice alone. cpus is that choice (the machine's or the
-// container's CPUs); envSet reports a GOMAXPROCS environment variable.
+// container's CPUs); envSet reports a GOMAXPROCS environment variable. leader > 0 is the count
+// for while this node leads its group (n again once it follows); 0 means no change with the role.
 //
 // An explicit maxProcs wins, then GOMAXPROCS. Otherwise a DLedger node whose dLegerPeers all
 // name one host shares that machine with the other nodes of its group (make run, tests, a
-// laptop), so it takes cpus / nodes, at least 1. Go's default would give each node every CPU:
-// three nodes and a client on two cores then run up to eight scheduler threads that spin and
-// wake each other across processes, which measured 15 % more CPU per message and a longer
-// tail than one each (docs/benchmarks.md). A group spread over machines keeps all CPUs.
-func (b *Broker) Procs(cpus int, envSet bool) (n int, why string) {
+// laptop), so it takes a share of the CPUs. Go's default would give each node every CPU: three
+// nodes and a client on two cores then run up to eight scheduler threads that spin and wake each
+// other across processes, which measured 15 % more CPU per message and a longer tail than one
+// each (docs/benchmarks.md). But the leader does about three times a follower's work per message
+// (it decodes the clients' requests, answers them and sends every entry twice), and one
+// processor capped it: at 2048 in flight the two cores stayed a third idle while the leader's
+// one processor was saturated. So the shares follow the work: a follower cpus / nodes, the
+// leader cpus * 3 / (nodes + 2) rounded up (three weights against one per follower), at least a
+// follower's share, at most cpus. A group spread over machines keeps all CPUs in every role.
+func (b *Broker) Procs(cpus int, envSet bool) (n, leader int, why string) {
 	switch {
 	case b.MaxProcs > 0:
-		return b.MaxProcs, "maxProcs"
+		return b.MaxProcs, 0, "maxProcs"
 	case envSet:
-		return 0, "GOMAXPROCS"
+		return 0, 0, "GOMAXPROCS"
 	case !b.EnableDLegerCommitLog:
-		return 0, "default"
+		return 0, 0, "default"
 	}
 	peers, err := b.DLegerPeerList()
 	if err != nil || len(peers) < 2 || !oneHost(peers) {
-		return 0, "default"
+		return 0, 0, "default"
 	}
-	return max(1, cpus/len(peers)), "dLegerPeers share one host"
+	n = max(1, cpus/len(peers))
+	leader = min(max(n, (3*cpus+len(peers)+1)/(len(peers)+2)), max(cpus, 1))
+	if leader == n {
+		leader = 0
+	}
+	return n, leader, "dLegerPeers share one host"
 }
 
 // oneHost reports whether every peer address names the same host; all loopback names and

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/apache/rocketmq-client-go/v2/primitive"
+
+	"rocketraft/config"
 )
 
 // TestRaftGroupLeaderKill: three DLedger brokers (one brokerName, one Raft group). The official
@@ -52,6 +57,7 @@ func raftGroupLeaderKill(t *testing.T, opts ...brokerOpt) {
 	leader.kill()
 	next := g.waitMaster(t, 15*time.Second, leader)
 	registered := time.Since(killed)
+	checkLeaderProcs(t, next)
 
 	p2 := newProducer(t, &cluster{ns: ns})
 	first := sendFirst(t, p2, topic, "after-first")
@@ -108,6 +114,30 @@ func raftGroupLeaderKill(t *testing.T, opts ...brokerOpt) {
 	}
 	compared := compareCommitLogs(t, g.nodes)
 	t.Logf("%d messages acknowledged, present on all 3 nodes; %d commitlog bytes compared identical", len(acked), compared)
+}
+
+// checkLeaderProcs checks that a node of a group on this one host took the leader's share of the
+// CPUs once it led (config.Broker.Procs; the broker logs the change).
+func checkLeaderProcs(t testing.TB, b *broker) {
+	t.Helper()
+	cfg := config.Broker{EnableDLegerCommitLog: true, DLegerPeers: b.props["dLegerPeers"]}
+	_, env := os.LookupEnv("GOMAXPROCS") // the brokers inherit the tests' environment
+	follower, leader, _ := cfg.Procs(runtime.GOMAXPROCS(0), env)
+	if leader == 0 {
+		t.Logf("%d CPUs: a leader keeps %d scheduler CPUs like a follower", runtime.GOMAXPROCS(0), follower)
+		return
+	}
+	want := fmt.Sprintf("scheduler CPUs: procs=%d leading=true", leader)
+	eventually(t, 10*time.Second, "the new leader's scheduler CPUs", func() error {
+		data, err := os.ReadFile(b.proc.logPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(data), want) {
+			return fmt.Errorf("%s: no %q in its log", b.proc.name, want)
+		}
+		return nil
+	})
 }
 
 // TestRaftGroupNoQuorumRefusesWrites: with both followers killed the leader acknowledges

@@ -52,9 +52,10 @@ func run() int {
 		logger.Warn("configuration", "warning", w)
 	}
 	_, envProcs := os.LookupEnv("GOMAXPROCS")
-	if n, why := cfg.Procs(runtime.GOMAXPROCS(0), envProcs); n > 0 {
-		runtime.GOMAXPROCS(n)
-		logger.Info("scheduler CPUs", "procs", n, "reason", why)
+	procs, leaderProcs, procsWhy := cfg.Procs(runtime.GOMAXPROCS(0), envProcs)
+	if procs > 0 {
+		runtime.GOMAXPROCS(procs)
+		logger.Info("scheduler CPUs", "procs", procs, "leaderProcs", leaderProcs, "reason", procsWhy)
 	}
 	if !cfg.IoUringEnable {
 		uring.Disable()
@@ -68,6 +69,18 @@ func run() int {
 		}
 		logger.Error("cannot start broker", "error", err)
 		return 1
+	}
+	if leaderProcs > 0 {
+		// The leader's share while it leads, the follower's otherwise (config.Broker.Procs).
+		b.OnLeadership(func(leading bool) {
+			n := procs
+			if leading {
+				n = leaderProcs
+			}
+			if runtime.GOMAXPROCS(n) != n {
+				logger.Info("scheduler CPUs", "procs", n, "leading", leading, "reason", procsWhy)
+			}
+		})
 	}
 	if err := b.Start(); err != nil {
 		logger.Error("cannot start broker", "error", err)
