@@ -27,7 +27,8 @@
 # Usage: scripts/figures.sh     (make bench-figures)
 # Env: DUR (20s), WARMUP (5s), PEAK_CONC (2048), CATCHUP_MB (1024), CONSUME_ROUNDS (2),
 #      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1,
-#      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog")
+#      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog"),
+#      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${DUR:-20s}"
@@ -147,6 +148,7 @@ sleep 2
 	-d "$DUR" --warmup "$WARMUP" -q --json >"$WORK/half.json" 2>"$WORK/half.err" || true
 wait "$cp" || true
 fig "end-to-end at half of the peak (--rate $half): sent $(jr msgs_per_sec <"$WORK/half.json") msg/s (send p50 $(jf p50_ms <"$WORK/half.json") ms, p99 $(jf p99_ms <"$WORK/half.json") ms); consumed $(jr msgs_per_sec <"$WORK/e2e.json") msg/s, end-to-end p50 $(jf p50_ms <"$WORK/e2e.json") ms, p99 $(jf p99_ms <"$WORK/e2e.json") ms, p999 $(jf p999_ms <"$WORK/e2e.json") ms"
+[ "${STOP_AFTER:-}" = 2 ] && exit 0
 
 # ---- 3. consume throughput: leader and a follower, alternated
 L=$(leader)
