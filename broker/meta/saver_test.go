@@ -174,3 +174,56 @@ func TestTopicsSync(t *testing.T) {
 		t.Fatalf("Sync with nothing pending rewrote the file (%v)", err)
 	}
 }
+
+// A write slower than the interval does not turn the changes after it into one write each: they
+// wait for the next coalesced write, whatever the disk's speed. (Counting the interval from a
+// write's start wrote every change after a slow write at once, under the table's lock.)
+func TestSaverCoalescesBehindSlowWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "topics.json")
+	tp, err := OpenTopics(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.SetFlushInterval(time.Hour)
+	for i := range 20000 { // a table of some MB: each write takes longer than the interval below
+		if err := tp.Put(protocol.NewTopicConfig(fmt.Sprintf("Big%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tp.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	tp.SetFlushInterval(time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	before := tp.saver.saves.Load()
+	const workers, each = 8, 100
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if err := tp.Put(protocol.NewTopicConfig(fmt.Sprintf("New%d_%d", w, i))); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := tp.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	saves := tp.saver.saves.Load() - before
+	t.Logf("%d changes, %d writes of the table", workers*each, saves)
+	if saves > workers*each/4 {
+		t.Fatalf("%d changes took %d writes of the whole table: the writes were not coalesced", workers*each, saves)
+	}
+	re, err := OpenTopics(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(re.Names()); got != 20000+workers*each {
+		t.Fatalf("file holds %d topics, want %d", got, 20000+workers*each)
+	}
+}
