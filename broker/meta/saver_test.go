@@ -14,24 +14,10 @@ import (
 // With a flush interval, the first change is written at once, a burst after it is coalesced and
 // on disk within the interval, and Flush writes a pending change at once.
 func TestTopicsFlushInterval(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "topics.json")
-	tp, err := OpenTopics(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, path := openTestTopics(t)
 	const interval = 300 * time.Millisecond
 	tp.SetFlushInterval(interval)
-	onDisk := func() map[string]bool {
-		re, err := OpenTopics(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for _, n := range re.Names() {
-			m[n] = true
-		}
-		return m
-	}
+	onDisk := func() map[string]bool { return topicsOnDisk(t, path) }
 	if err := tp.Put(protocol.NewTopicConfig("T0")); err != nil {
 		t.Fatal(err)
 	}
@@ -93,23 +79,9 @@ func TestGroupsFlushInterval(t *testing.T) {
 // Sync writes a coalesced change before the timer would, and every concurrent caller returns
 // only once the change made before its call is on disk; with nothing pending it writes nothing.
 func TestTopicsSync(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "topics.json")
-	tp, err := OpenTopics(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, path := openTestTopics(t)
 	tp.SetFlushInterval(time.Hour) // only Sync or Flush can write a coalesced change
-	onDisk := func() map[string]bool {
-		re, err := OpenTopics(path, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]bool{}
-		for _, n := range re.Names() {
-			m[n] = true
-		}
-		return m
-	}
+	onDisk := func() map[string]bool { return topicsOnDisk(t, path) }
 	if err := tp.Sync(); err != nil {
 		t.Fatalf("Sync with nothing changed: %v", err)
 	}
@@ -179,11 +151,7 @@ func TestTopicsSync(t *testing.T) {
 // wait for the next coalesced write, whatever the disk's speed. (Counting the interval from a
 // write's start wrote every change after a slow write at once, under the table's lock.)
 func TestSaverCoalescesBehindSlowWrites(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "topics.json")
-	tp, err := OpenTopics(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, path := openTestTopics(t)
 	tp.SetFlushInterval(time.Hour)
 	for i := range 20000 { // a table of some MB: each write takes longer than the interval below
 		if err := tp.Put(protocol.NewTopicConfig(fmt.Sprintf("Big%05d", i))); err != nil {
@@ -226,4 +194,29 @@ func TestSaverCoalescesBehindSlowWrites(t *testing.T) {
 	if got := len(re.Names()); got != 20000+workers*each {
 		t.Fatalf("file holds %d topics, want %d", got, 20000+workers*each)
 	}
+}
+
+// openTestTopics opens an empty topic table in a temporary directory.
+func openTestTopics(t *testing.T) (*Topics, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "topics.json")
+	tp, err := OpenTopics(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp, path
+}
+
+// topicsOnDisk is the set of topic names the file at path holds.
+func topicsOnDisk(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	re, err := OpenTopics(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]bool{}
+	for _, n := range re.Names() {
+		m[n] = true
+	}
+	return m
 }
