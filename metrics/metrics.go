@@ -128,7 +128,11 @@ type Registry struct {
 // NewRegistry returns an empty registry for id, holding only the Go and process collectors.
 func NewRegistry(id Identity) *Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The scheduler's metrics too: go_sched_latencies_seconds (how long runnable goroutines wait
+	// for a processor) is what says a broker is short of CPUs (maxProcs, docs/operations.md).
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.MetricsScheduler)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	labels := prometheus.Labels{LabelNodeType: id.NodeType, LabelNodeID: id.NodeID}
 	if id.Cluster != "" {
 		labels[LabelCluster] = id.Cluster
