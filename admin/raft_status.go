@@ -273,6 +273,9 @@ var raftStatusCommand = &command{
 					if n.Status != nil && n.Status.Diverged != nil {
 						t.warnf("%s node %s: DIVERGED, it serves nothing and must be rebuilt from its group: %s", g.BrokerName, n.Status.NodeID, n.Status.Diverged.Message)
 					}
+					if n.Status != nil && n.Status.LogStoreMismatch != "" {
+						t.warnf("%s node %s: RAFT LOG STORE MISMATCH, it refuses its leader's entries and falls behind: %s", g.BrokerName, n.Status.NodeID, n.Status.LogStoreMismatch)
+					}
 				}
 			}
 			return err

@@ -17,13 +17,17 @@ var threePeers = []protocol.RaftPeer{
 
 // raftFixture: broker-a is a Raft group whose leader n0 is A0 and follower n1 is A1 (its third
 // member n2 is registered nowhere); broker-b is a classic broker.
-func raftFixture(t *testing.T) *fixture {
+// edit, if given, changes the two statuses first.
+func raftFixture(t *testing.T, edit ...func(a0, a1 *protocol.RaftStatus)) *fixture {
 	a0 := &brokerState{raft: &protocol.RaftStatus{BrokerName: "broker-a", NodeID: "n0", PeerAddr: "127.0.0.1:50000",
 		Role: protocol.RaftLeader, LeaderReady: true, Term: 3, LastLogIndex: 120, CommitIndex: 118, AppliedIndex: 117,
 		CommitLogMaxOffset: 50000, LastContactAgoMs: 0, LeaderID: "n0", LeaderAddr: "127.0.0.1:50000", Peers: threePeers}}
 	a1 := &brokerState{raft: &protocol.RaftStatus{BrokerName: "broker-a", NodeID: "n1", PeerAddr: "127.0.0.1:50001",
 		BrokerID: 2, Role: protocol.RaftFollower, Term: 3, LastLogIndex: 120, CommitIndex: 110, AppliedIndex: 100,
 		CommitLogMaxOffset: 42000, LastContactAgoMs: 12, LeaderID: "n0", LeaderAddr: "127.0.0.1:50000", Peers: threePeers}}
+	for _, e := range edit {
+		e(a0.raft, a1.raft)
+	}
 	f := newFixture(t, a0, a1, nil)
 	a0.raft.BrokerAddr, a1.raft.BrokerAddr = f.a0.addr(), f.a1.addr()
 	return f
@@ -118,4 +122,15 @@ add peer n3 (127.0.0.1:50003) to broker-a success. (sent to {A0})
 	f2.expectFail(2, []string{"-b/--brokerName is required"}, "transferLeader")
 	f2.expectFail(2, []string{"-a/--peerAddr is required"}, "addPeer", "-b", "broker-a", "-i", "n3")
 	f2.expectFail(2, []string{"-i/--nodeId is required"}, "removePeer", "-b", "broker-a")
+}
+
+// A node refusing its leader's entries for a log-store mismatch is named on stderr with why.
+func TestRaftStatusWarnsOfLogStoreMismatch(t *testing.T) {
+	f := raftFixture(t, func(_, a1 *protocol.RaftStatus) {
+		a1.LogStoreMismatch = "raft entry 7 (term 3) was proposed by a leader whose dLegerLogStore is wal or bolt, this node's is commitlog"
+	})
+	_, errOut, code := f.mq("raftStatus", "-b", "broker-a")
+	if code != 0 || !strings.Contains(errOut, "warning: broker-a node n1: RAFT LOG STORE MISMATCH, it refuses its leader's entries and falls behind: raft entry 7") {
+		t.Fatalf("exit %d, stderr:\n%s", code, errOut)
+	}
 }

@@ -124,6 +124,7 @@ func (ra *raftAdmin) raftStatus(rp *raftPlace) protocol.RaftStatus {
 		CommitIndex:      st.CommitIndex,
 		AppliedIndex:     st.AppliedIndex,
 		LastContactAgoMs: -1,
+		LogStoreMismatch: st.LogStoreMismatch,
 		LeaderID:         st.LeaderID,
 		LeaderAddr:       st.LeaderAddr,
 		Peers:            []protocol.RaftPeer{},

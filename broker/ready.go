@@ -54,6 +54,9 @@ func readiness(p place, now time.Time) (bool, string) {
 
 // raftReadiness is readiness's rule for a Raft node in state st at now.
 func raftReadiness(st dledger.Status, now time.Time) (bool, string) {
+	if st.LogStoreMismatch != "" {
+		return false, "refusing the leader's entries: " + st.LogStoreMismatch
+	}
 	switch st.State {
 	case "Leader":
 		if !st.LeaderReady {

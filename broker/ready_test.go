@@ -41,6 +41,8 @@ func TestRaftReadiness(t *testing.T) {
 		{"follower behind", dledger.Status{State: "Follower", LeaderID: "n1", LastContact: now, CommitIndex: 5000, AppliedIndex: 3000}, false, "catching up: applied 3000 of 5000"},
 		{"follower caught up", dledger.Status{State: "Follower", LeaderID: "n1", LastContact: now.Add(-time.Second), CommitIndex: 5000, AppliedIndex: 4500}, true, ""},
 		{"shutdown", dledger.Status{State: "Shutdown"}, false, "no leader (Shutdown)"},
+		{"follower refusing the leader's log store", dledger.Status{State: "Follower", LeaderID: "n1", LastContact: now,
+			LogStoreMismatch: "dLegerLogStore is wal, this node's is commitlog"}, false, "refusing the leader's entries: dLegerLogStore"},
 	}
 	for _, c := range cases {
 		ok, why := raftReadiness(c.st, now)

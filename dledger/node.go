@@ -28,6 +28,8 @@ type Node struct {
 	// fsmApplied is the state machine's own applied index when it keeps one across restarts
 	// (status.go reports it: Raft's own indexes start at the last snapshot after a restart).
 	fsmApplied appliedIndexer
+	// guard refuses entries from a leader on the other kind of log store (Status reports it).
+	guard storeGuard
 
 	notify      chan bool     // raft.Config.NotifyCh
 	changes     chan bool     // LeaderChanges, latest value wins
@@ -120,7 +122,8 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		logs = reportingLogStore{LogStore: logs, report: cfg.OnDiskFailure}
 		stable = reportingStable{StableStore: n.stab, report: cfg.OnDiskFailure}
 	}
-	logs = newStoreGuard(logs, cfg.LogStore == LogStoreCommitLog, cfg.Logger)
+	n.guard = newStoreGuard(logs, cfg.LogStore == LogStoreCommitLog, cfg.Logger)
+	logs = n.guard
 	files, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, DefaultSnapshotRetain, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("dledger: snapshot store: %w", err)

@@ -25,6 +25,10 @@ type Status struct {
 	// holds (dLegerLogCacheMB bounds it).
 	LogCacheEntries int `json:"logCacheEntries"`
 	LogCacheBytes   int `json:"logCacheBytes"`
+	// LogStoreMismatch is why this node refuses its leader's entries, while it does: the leader
+	// proposes on the other kind of Raft log store (storeguard.go). The node stays behind until an
+	// operator gives the group one dLegerLogStore.
+	LogStoreMismatch string `json:"logStoreMismatch,omitempty"`
 }
 
 // ServerStatus is one member of the latest configuration (possibly not yet committed).
@@ -60,6 +64,9 @@ func (n *Node) Status() Status {
 		if first, last, size := n.cache.cached(); first != 0 {
 			s.LogCacheEntries, s.LogCacheBytes = int(last-first+1), size
 		}
+	}
+	if n.guard.refusing != nil {
+		s.LogStoreMismatch = n.guard.refusal()
 	}
 	if f := r.GetConfiguration(); f.Error() == nil {
 		for _, sv := range f.Configuration().Servers {

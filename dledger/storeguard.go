@@ -38,10 +38,21 @@ type storeGuard struct {
 	commitLog bool // this node's store is the commitlog
 	log       hclog.Logger
 	warned    *atomic.Bool
+	// refusing holds the last refusal while the leader's entries are refused (Status shows it),
+	// nil once command entries pass again.
+	refusing *atomic.Pointer[string]
 }
 
 func newStoreGuard(s raft.LogStore, commitLog bool, log hclog.Logger) storeGuard {
-	return storeGuard{LogStore: s, commitLog: commitLog, log: log, warned: new(atomic.Bool)}
+	return storeGuard{LogStore: s, commitLog: commitLog, log: log, warned: new(atomic.Bool), refusing: new(atomic.Pointer[string])}
+}
+
+// refusal is the last refusal while this node refuses its leader's entries, "" otherwise.
+func (g storeGuard) refusal() string {
+	if p := g.refusing.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // StoreLog implements raft.LogStore.
@@ -49,30 +60,38 @@ func (g storeGuard) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log
 
 // StoreLogs implements raft.LogStore.
 func (g storeGuard) StoreLogs(logs []*raft.Log) error {
-	if err := g.check(logs); err != nil {
+	commands, err := g.check(logs)
+	if err != nil {
 		if !g.warned.Swap(true) {
 			g.log.Error("RAFT LOG STORE MISMATCH: refusing the leader's entries; set the same dLegerLogStore on every node of the group", "error", err)
 		}
+		msg := err.Error()
+		g.refusing.Store(&msg)
 		return err
+	}
+	if commands && g.refusing.Load() != nil {
+		g.refusing.Store(nil)
 	}
 	return g.LogStore.StoreLogs(logs)
 }
 
-// check finds the first command entry whose proposer's store differs from this node's.
-func (g storeGuard) check(logs []*raft.Log) error {
+// check finds the first command entry whose proposer's store differs from this node's; commands
+// says whether logs held any command entry.
+func (g storeGuard) check(logs []*raft.Log) (commands bool, err error) {
 	for _, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
 		}
+		commands = true
 		if marked := bytes.Equal(l.Extensions, commitLogMark); marked != g.commitLog {
 			mine, theirs := LogStoreCommitLog, "wal or bolt"
 			if !g.commitLog {
 				mine, theirs = theirs, mine
 			}
-			return fmt.Errorf("dledger: raft entry %d (term %d) was proposed by a leader whose dLegerLogStore is %s, this node's is %s: %w", l.Index, l.Term, theirs, mine, ErrLogStoreMismatch)
+			return true, fmt.Errorf("dledger: raft entry %d (term %d) was proposed by a leader whose dLegerLogStore is %s, this node's is %s: %w", l.Index, l.Term, theirs, mine, ErrLogStoreMismatch)
 		}
 	}
-	return nil
+	return commands, nil
 }
 
 // IsMonotonic passes on the store's answer (see logCache.IsMonotonic).

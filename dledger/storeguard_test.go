@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,20 @@ func TestStoreGuard(t *testing.T) {
 		if last, _ := store.LastIndex(); c.refused && last != 0 {
 			t.Errorf("%s: the refused entry was stored", c.name)
 		}
+		if got := g.refusal(); (got != "") != c.refused {
+			t.Errorf("%s: refusal %q, want one: %v", c.name, got, c.refused)
+		}
+	}
+
+	// The refusal is reported until command entries pass again; no-ops change nothing.
+	g := newStoreGuard(raft.NewInmemStore(), true, testLogger("guard"))
+	_ = g.StoreLogs([]*raft.Log{plain})
+	_ = g.StoreLogs([]*raft.Log{{Index: 1, Term: 2, Type: raft.LogNoop}})
+	if g.refusal() == "" {
+		t.Fatal("a no-op cleared the refusal")
+	}
+	if err := g.StoreLogs([]*raft.Log{{Index: 2, Term: 2, Type: raft.LogCommand, Extensions: commitLogMark}}); err != nil || g.refusal() != "" {
+		t.Fatalf("a matching entry: %v, refusal %q", err, g.refusal())
 	}
 }
 
@@ -89,6 +104,12 @@ func TestMixedLogStoresRefused(t *testing.T) {
 				return nil
 			})
 		}
+	}
+	if st := c.nodes["n0"].Status(); !strings.Contains(st.LogStoreMismatch, "dLegerLogStore") {
+		t.Errorf("n0's status does not say why it refuses the leader's entries: %q", st.LogStoreMismatch)
+	}
+	if st := c.nodes[lead.ID()].Status(); st.LogStoreMismatch != "" {
+		t.Errorf("the leader's status reports a mismatch: %q", st.LogStoreMismatch)
 	}
 	last, err := entries.LastIndex()
 	if err != nil {

@@ -38,6 +38,9 @@ type RaftStatus struct {
 	Digest             string          `json:"digest"`
 	DigestCheckedIndex uint64          `json:"digestCheckedIndex"`
 	Diverged           *RaftDivergence `json:"diverged,omitempty"`
+	// LogStoreMismatch says why this node refuses its leader's entries, while it does: their
+	// dLegerLogStore differs. It stays behind until the group has one store.
+	LogStoreMismatch string `json:"logStoreMismatch,omitempty"`
 	// Timestamp is when the node took this status, ms since the epoch.
 	Timestamp int64 `json:"timestamp"`
 }
