@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -93,8 +94,8 @@ func (s *Store) WriteEntry(recs [][]byte) (pos, end int64, err error) {
 	for _, r := range recs {
 		off := len(buf)
 		buf = append(buf, r...)
-		v, _ := message.ParseView(buf[off:]) // checkEntry parsed the same bytes
-		v.SetPhysicalOffset(at + int64(off))
+		// checkEntry parsed the same bytes: the field is there, at its fixed place
+		binary.BigEndian.PutUint64(buf[off+message.OffsetPhysicalOffset:], uint64(at+int64(off)))
 	}
 	if cap(buf) <= maxStageKeep {
 		s.entryBuf = buf[:0]
