@@ -67,7 +67,11 @@ func isSendCode(code int32) bool {
 // and applies the ACL when enabled.
 func (b *Broker) intercept(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if isSendCode(req.Code) {
-		b.sd.lastSend.Store(time.Now().UnixNano())
+		at := req.Received()
+		if at.IsZero() {
+			at = time.Now()
+		}
+		b.sd.lastSend.Store(at.UnixNano())
 		if !req.IsOneway() {
 			b.sd.inflight.Add(1)
 		}

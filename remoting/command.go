@@ -3,6 +3,7 @@ package remoting
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Serialize types carried in the high byte of the header word.
@@ -48,6 +49,22 @@ type Command struct {
 	// arrival is the request's position among the requests its server connection has read
 	// (1, 2, ...); see Arrival.
 	arrival uint64
+	// received is when the server connection read the request; see Received.
+	received time.Time
+}
+
+// Received is when a server connection read the request (its frame was whole), or the zero time
+// for a command no server connection read. A handler that needs the time of a request (a send's
+// store timestamp, a deadline) uses it instead of reading the clock again: a clock read costs
+// about 0.1 us on the virtual machines the benchmarks run on, and a send read it nine times.
+func (c *Command) Received() time.Time { return c.received }
+
+// receivedOrNow is Received, or the current time for a command no server connection read.
+func (c *Command) receivedOrNow() time.Time {
+	if c.received.IsZero() {
+		return time.Now()
+	}
+	return c.received
 }
 
 // Arrival is the request's position among the requests read from its connection (1 for the

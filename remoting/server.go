@@ -22,8 +22,9 @@ type ServerConfig struct {
 	// as Java's serverChannelMaxIdleTimeSeconds.
 	IdleTimeout time.Duration
 	// OnRequest, if set, is called after each request is answered with its code, the response
-	// code and the time the handler took: the hook rpc latency metrics hang on, so this package
-	// knows nothing of Prometheus. It runs on the serving goroutine and must be cheap. Requests
+	// code and the time from reading the request to its answer (the handler's, and any wait for
+	// a worker or behind the connection's ordered requests): the hook rpc latency metrics hang
+	// on, so this package knows nothing of Prometheus. It runs on the serving goroutine and must be cheap. Requests
 	// answered later through Conn.Defer are reported when answered; those answered through
 	// Conn.Reply (long polling) and oneway requests are not reported.
 	OnRequest func(code, respCode int32, elapsed time.Duration)
