@@ -53,25 +53,29 @@ func (f *FSM) invalidateSequence() {
 }
 
 // dispatchMessages applies message entry l in place. Hold f.mu.
-func (f *FSM) dispatchMessages(l *raft.Log, appends [][][]byte) []AppendOutcome {
-	end, form, err := f.entries.entrySpan(l.Index)
+func (f *FSM) dispatchMessages(l *raft.Log) []AppendOutcome {
+	end, form, counts, err := f.entries.messageCounts(l.Index)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
-	outs := make([]AppendOutcome, len(appends))
+	var outs []AppendOutcome
 	var groups []storage.DispatchGroup
 	if form == formMessages {
-		// the records lie in the commitlog in the entry's order (splitEntry); on the leader that
+		// the records lie in the commitlog in the entry's order (splitEntry, which decoded and
+		// checked l.Data as it stored them, so it is not decoded again); on the leader that
 		// proposed the entry, the send path's reads of their properties come along (LeaderScans)
-		scans := f.cfg.Scans.take(l.Data, appends)
-		groups = make([]storage.DispatchGroup, len(appends))
-		for i, recs := range appends {
-			groups[i].Records = len(recs)
+		scans := f.cfg.Scans.take(l.Data, counts)
+		outs = make([]AppendOutcome, len(counts))
+		groups = make([]storage.DispatchGroup, len(counts))
+		for i, n := range counts {
+			groups[i].Records = n
 			if scans != nil {
 				groups[i].Scans = scans[i]
 			}
 		}
 	} else {
+		appends := mustDecodeMessages(l)
+		outs = make([]AppendOutcome, len(appends))
 		// Stored whole (entryheader.go splitEntry): some record is not a stored record in
 		// canonical form, which every replica decides alike. Refuse every append of it.
 		for i, recs := range appends {

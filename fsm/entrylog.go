@@ -130,18 +130,11 @@ func (e *EntryLog) GetLog(index uint64, out *raft.Log) error {
 
 // parseEntry splits an entry's bytes into its header and records.
 func parseEntry(b []byte) (*entryHeader, [][]byte, error) {
-	v, err := message.ParseView(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: header record: %w", errBadEntryHeader, err)
-	}
-	if string(v.Topic()) != message.RaftEntryTopic {
-		return nil, nil, fmt.Errorf("%w: a record of topic %q where an entry header belongs", errBadEntryHeader, v.Topic())
-	}
-	h, err := decodeEntryHeader(v.Body())
+	h, hsize, err := parseHeaderRecord(b)
 	if err != nil {
 		return nil, nil, err
 	}
-	rest := b[v.Size():]
+	rest := b[hsize:]
 	if len(rest) != h.RecordsLen {
 		return nil, nil, fmt.Errorf("%w: %d bytes of records, header says %d", errBadEntryHeader, len(rest), h.RecordsLen)
 	}
@@ -150,6 +143,22 @@ func parseEntry(b []byte) (*entryHeader, [][]byte, error) {
 		return nil, nil, err
 	}
 	return h, recs, nil
+}
+
+// parseHeaderRecord decodes the entry header record b starts with and returns its size.
+func parseHeaderRecord(b []byte) (*entryHeader, int, error) {
+	v, err := message.ParseView(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: header record: %w", errBadEntryHeader, err)
+	}
+	if string(v.Topic()) != message.RaftEntryTopic {
+		return nil, 0, fmt.Errorf("%w: a record of topic %q where an entry header belongs", errBadEntryHeader, v.Topic())
+	}
+	h, err := decodeEntryHeader(v.Body())
+	if err != nil {
+		return nil, 0, err
+	}
+	return h, v.Size(), nil
 }
 
 // StoreLog stores one entry.
@@ -272,6 +281,83 @@ func (e *EntryLog) DeleteRange(min, max uint64) error {
 	e.log.Info("raft log suffix cut", "from", min, "to", last, "at", at)
 	e.slots = e.slots[:min-e.first]
 	return nil
+}
+
+// messageCounts is entrySpan for an entry to apply, with, when it is stored as a message entry
+// (formMessages), the record count of each of its appends, read from its header record. The apply
+// dispatches such an entry from these counts instead of decoding its Data again: splitEntry
+// decoded that Data, its checksum included, when the entry was stored, and what is dispatched
+// are the records in the commitlog. counts is nil for the other forms.
+func (e *EntryLog) messageCounts(index uint64) (end int64, form uint8, counts []int, err error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.store == nil {
+		return 0, 0, nil, errNoEntryStore
+	}
+	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
+		return 0, 0, nil, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
+	}
+	s := e.slots[index-e.first]
+	end, form = s.pos+int64(s.size), s.form
+	if form != formMessages {
+		return end, form, nil, nil
+	}
+	h, err := e.readHeaderLocked(s)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("fsm: raft entry %d at %d: %w", index, s.pos, err)
+	}
+	if h.Index != index || h.Form != formMessages {
+		return 0, 0, nil, fmt.Errorf("fsm: raft entry at %d is %d of form %d, not %d of form %d: %w", s.pos, h.Index, h.Form, index, formMessages, errBadEntryHeader)
+	}
+	if counts, err = messageCountsOf(h); err != nil {
+		return 0, 0, nil, fmt.Errorf("fsm: raft entry %d: %w", index, err)
+	}
+	return end, form, counts, nil
+}
+
+// readHeaderLocked reads and decodes the header record of slot s. Hold e.mu.
+func (e *EntryLog) readHeaderLocked(s entrySlot) (*entryHeader, error) {
+	head, err := e.store.ReadWritten(s.pos, int(min(int64(s.size), 512)))
+	if err != nil {
+		return nil, err
+	}
+	if len(head) < 4 {
+		return nil, fmt.Errorf("%w: %d bytes", errBadEntryHeader, len(head))
+	}
+	hsize := int(int32(binary.BigEndian.Uint32(head)))
+	if hsize < message.MinRecordSize || hsize > int(s.size) {
+		return nil, fmt.Errorf("%w: header record of %d bytes in an entry of %d", errBadEntryHeader, hsize, s.size)
+	}
+	if hsize > len(head) {
+		if head, err = e.store.ReadWritten(s.pos, hsize); err != nil {
+			return nil, err
+		}
+	}
+	h, _, err := parseHeaderRecord(head[:hsize])
+	return h, err
+}
+
+// messageCountsOf reads a message entry header's payload: the number of appends, then each
+// append's record count, which must add up to the header's records.
+func messageCountsOf(h *entryHeader) ([]int, error) {
+	p := h.Payload
+	if len(p) < 4 {
+		return nil, fmt.Errorf("%w: message payload of %d bytes", errBadEntryHeader, len(p))
+	}
+	n := int(binary.BigEndian.Uint32(p))
+	if n < 0 || len(p) != 4+4*n {
+		return nil, fmt.Errorf("%w: message payload of %d bytes for %d appends", errBadEntryHeader, len(p), n)
+	}
+	counts := make([]int, n)
+	total := 0
+	for i := range counts {
+		counts[i] = int(binary.BigEndian.Uint32(p[4+4*i:]))
+		total += counts[i]
+	}
+	if total != h.Records {
+		return nil, fmt.Errorf("%w: appends of %d records in all, the header says %d", errBadEntryHeader, total, h.Records)
+	}
+	return counts, nil
 }
 
 // entrySpan is where entry index ends in the commitlog and how it is stored.

@@ -440,3 +440,47 @@ func withoutStoreKind(t *testing.T, snap []byte) []byte {
 	copy(out, h.encode())
 	return out
 }
+
+// TestEntryLogMessageCounts: the apply's record counts per append, read from each stored entry's
+// header, are those of the entry's own Data; other forms have none; an entry not stored is an
+// error, not a guess.
+func TestEntryLogMessageCounts(t *testing.T) {
+	logs := workload(t, 120)
+	ref := newFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer ref.Close()
+	stamped := stampLike(t, logs, applyAll(ref, logs))
+	f := newEntryFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer f.Close()
+	storeEntries(t, f, stamped)
+	messages := 0
+	for _, l := range stamped {
+		end, form, counts, err := f.entries.messageCounts(l.Index)
+		if err != nil {
+			t.Fatalf("entry %d: %v", l.Index, err)
+		}
+		if wantEnd, wantForm, _ := f.entries.entrySpan(l.Index); end != wantEnd || form != wantForm {
+			t.Fatalf("entry %d: end %d form %d, entrySpan says %d %d", l.Index, end, form, wantEnd, wantForm)
+		}
+		if form != formMessages {
+			if counts != nil {
+				t.Fatalf("entry %d of form %d has counts %v", l.Index, form, counts)
+			}
+			continue
+		}
+		messages++
+		appends, err := DecodeMessages(l.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := recordCounts(appends); !reflect.DeepEqual(counts, want) {
+			t.Fatalf("entry %d: counts %v, its Data holds %v", l.Index, counts, want)
+		}
+	}
+	if messages == 0 {
+		t.Fatal("the workload stored no message entry")
+	}
+	last := stamped[len(stamped)-1].Index
+	if _, _, _, err := f.entries.messageCounts(last + 1); err == nil {
+		t.Fatalf("entry %d, never stored, has counts", last+1)
+	}
+}

@@ -447,18 +447,34 @@ func (f *FSM) applyMessages(l *raft.Log) interface{} {
 	if l.Index <= f.cur.Index {
 		return nil
 	}
+	var res *ApplyResult
+	if f.entries != nil {
+		res = &ApplyResult{Appends: f.dispatchMessages(l)}
+	} else {
+		appends := mustDecodeMessages(l)
+		res = &ApplyResult{Appends: f.appendAll(l, appends, f.cfg.Scans.take(l.Data, recordCounts(appends)))}
+	}
+	f.advance(l, false)
+	return res
+}
+
+// mustDecodeMessages decodes message entry l or stops the replica: skipping an entry would
+// diverge from the others.
+func mustDecodeMessages(l *raft.Log) [][][]byte {
 	appends, err := DecodeMessages(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: raft entry %d (term %d): %v; a state machine must not skip an entry", l.Index, l.Term, err))
 	}
-	var res *ApplyResult
-	if f.entries != nil {
-		res = &ApplyResult{Appends: f.dispatchMessages(l, appends)}
-	} else {
-		res = &ApplyResult{Appends: f.appendAll(l, appends, f.cfg.Scans.take(l.Data, appends))}
+	return appends
+}
+
+// recordCounts is how many records each append holds.
+func recordCounts(appends [][][]byte) []int {
+	counts := make([]int, len(appends))
+	for i, recs := range appends {
+		counts[i] = len(recs)
 	}
-	f.advance(l, false)
-	return res
+	return counts
 }
 
 // appendAll stores the appends of entry l, all in one store call (one write per commitlog

@@ -74,10 +74,10 @@ func (t *LeaderScans) Len() int {
 	return len(t.m)
 }
 
-// take removes and returns the reads Put for exactly data (the same slice), shaped like
-// appends: one list per append, each nil or one Scanned per record. Otherwise, or on a nil
-// table, it returns nil.
-func (t *LeaderScans) take(data []byte, appends [][][]byte) [][]storage.Scanned {
+// take removes and returns the reads Put for exactly data (the same slice), shaped like the
+// entry's appends (counts: each append's records): one list per append, each nil or one Scanned
+// per record. Otherwise, or on a nil table, it returns nil.
+func (t *LeaderScans) take(data []byte, counts []int) [][]storage.Scanned {
 	if t == nil || len(data) == 0 {
 		return nil
 	}
@@ -87,11 +87,11 @@ func (t *LeaderScans) take(data []byte, appends [][][]byte) [][]storage.Scanned 
 		delete(t.m, &data[0])
 	}
 	t.mu.Unlock()
-	if !ok || len(e.data) != len(data) || len(e.scans) != len(appends) {
+	if !ok || len(e.data) != len(data) || len(e.scans) != len(counts) {
 		return nil
 	}
 	for i, sc := range e.scans {
-		if sc != nil && len(sc) != len(appends[i]) {
+		if sc != nil && len(sc) != counts[i] {
 			return nil
 		}
 	}

@@ -143,16 +143,16 @@ func TestLeaderScansTake(t *testing.T) {
 	appends := [][][]byte{{{9}}}
 	reads := [][]storage.Scanned{{{Props: "x"}}}
 	scans.Put(data, reads)
-	if got := scans.take(data[:4], appends); got != nil {
+	if got := scans.take(data[:4], recordCounts(appends)); got != nil {
 		t.Fatalf("a shorter slice of the same bytes took %v", got)
 	}
-	if got := scans.take(slices.Clone(data), appends); got != nil {
+	if got := scans.take(slices.Clone(data), recordCounts(appends)); got != nil {
 		t.Fatalf("a copy took %v", got)
 	}
-	if got := scans.take(data, appends); len(got) != 1 || got[0][0].Props != "x" {
+	if got := scans.take(data, recordCounts(appends)); len(got) != 1 || got[0][0].Props != "x" {
 		t.Fatalf("the entry's own slice took %v", got)
 	}
-	if got := scans.take(data, appends); got != nil || scans.Len() != 0 {
+	if got := scans.take(data, recordCounts(appends)); got != nil || scans.Len() != 0 {
 		t.Fatalf("a second take gave %v, table %d", got, scans.Len())
 	}
 	scans.Put(nil, reads)
