@@ -151,10 +151,7 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
 	// requested queue. A half message is never delayed.
 	respQueueID := p.queueID
-	now := req.Received() // when the request was read: the store timestamp and deadlines count from it
-	if now.IsZero() {
-		now = time.Now()
-	}
+	now := req.ReceivedOrNow() // when the request was read: the store timestamp and deadlines count from it
 	if batch && p.known.TransactionFlag() {
 		return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
 	}

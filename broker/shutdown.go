@@ -67,11 +67,7 @@ func isSendCode(code int32) bool {
 // and applies the ACL when enabled.
 func (b *Broker) intercept(conn *remoting.Conn, req *remoting.Command) *remoting.Command {
 	if isSendCode(req.Code) {
-		at := req.Received()
-		if at.IsZero() {
-			at = time.Now()
-		}
-		b.sd.lastSend.Store(at.UnixNano())
+		b.sd.lastSend.Store(req.ReceivedOrNow().UnixNano())
 		if !req.IsOneway() {
 			b.sd.inflight.Add(1)
 		}

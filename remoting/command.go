@@ -59,8 +59,9 @@ type Command struct {
 // about 0.1 us on the virtual machines the benchmarks run on, and a send read it nine times.
 func (c *Command) Received() time.Time { return c.received }
 
-// receivedOrNow is Received, or the current time for a command no server connection read.
-func (c *Command) receivedOrNow() time.Time {
+// ReceivedOrNow is Received, or the current time for a command no server connection read (one a
+// test or another component built and handed to a handler).
+func (c *Command) ReceivedOrNow() time.Time {
 	if c.received.IsZero() {
 		return time.Now()
 	}

@@ -423,8 +423,14 @@ func (c *Conn) readLoop() {
 		_ = c.nc.SetReadDeadline(deadlineSet.Add(c.idle + c.idle/16))
 	}
 	for {
-		if !c.waitRoom() {
-			return
+		if c.full() {
+			if !c.waitRoom() {
+				return
+			}
+			if c.idle > 0 { // the pause was this server's doing: the idle countdown starts again
+				deadlineSet = time.Now()
+				_ = c.nc.SetReadDeadline(deadlineSet.Add(c.idle + c.idle/16))
+			}
 		}
 		var frame []byte
 		var err error
@@ -589,7 +595,7 @@ func (c *Conn) logReadError(err error) {
 func (c *Conn) dispatch(req *Command) {
 	var start time.Time
 	if c.onRequest != nil {
-		start = req.receivedOrNow()
+		start = req.ReceivedOrNow()
 	}
 	resp := c.handle(req)
 	c.releaseBudget(req)
@@ -665,7 +671,7 @@ func (c *Conn) Defer(req *Command) *Deferred {
 	req.deferred = true
 	d := &Deferred{c: c, req: req}
 	if c.onRequest != nil {
-		d.start = req.receivedOrNow()
+		d.start = req.ReceivedOrNow()
 	}
 	return d
 }

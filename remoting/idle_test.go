@@ -1,6 +1,9 @@
 package remoting
 
 import (
+	"bufio"
+	"encoding/binary"
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -58,5 +61,61 @@ func TestServerIdleTimeout(t *testing.T) {
 	}
 	if (&Command{}).Received() != (time.Time{}) {
 		t.Fatal("a command no connection read has a Received time")
+	}
+}
+
+// A connection whose reads this server paused (back-pressure: too many unanswered requests) for
+// longer than IdleTimeout is not closed as idle once reads resume: the countdown starts again.
+func TestServerIdleTimeoutAfterPause(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	release := make(chan struct{})
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", IdleTimeout: idle, MaxPendingRequests: 1})
+	s.Handle(HeartBeat, func(_ *Conn, req *Command) *Command {
+		if req.Opaque == 1 {
+			<-release // the first request holds the only pending slot
+		}
+		return req.NewResponse(Success, "")
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	nc, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	for _, opaque := range []int32{1, 2} {
+		req := NewRequest(HeartBeat, nil, nil)
+		req.Opaque = opaque
+		frame, err := Encode(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := nc.Write(frame); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(idle / 6) // request 2 waits in the socket, not in the reader's buffer
+	}
+	time.Sleep(3 * idle) // reads paused behind request 1 all along
+	close(release)
+	r := bufio.NewReader(nc)
+	for _, want := range []int32{1, 2} {
+		var n [4]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			t.Fatalf("waiting for the answer to request %d: %v (closed as idle after a pause the server made?)", want, err)
+		}
+		frame := make([]byte, binary.BigEndian.Uint32(n[:]))
+		if _, err := io.ReadFull(r, frame); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := Decode(frame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Opaque != want {
+			t.Fatalf("answer to request %d, want %d", resp.Opaque, want)
+		}
 	}
 }
