@@ -426,11 +426,7 @@ func (e *EntryLog) attach(st *storage.Store) error {
 				return fmt.Errorf("fsm: scan raft entries at %d: %w", pos, err)
 			}
 		}
-		v, err := message.ParseView(head[:hsize])
-		if err != nil || string(v.Topic()) != message.RaftEntryTopic {
-			return cut(pos, fmt.Errorf("not an entry header record: %v", err))
-		}
-		h, err := decodeEntryHeader(v.Body())
+		h, _, err := parseHeaderRecord(head[:hsize])
 		if err != nil {
 			return cut(pos, err)
 		}
