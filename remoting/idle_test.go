@@ -15,21 +15,9 @@ import (
 func TestServerIdleTimeout(t *testing.T) {
 	const idle = 400 * time.Millisecond
 	var received atomic.Int64 // the last request's Received, Unix nanoseconds
-	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", IdleTimeout: idle})
-	s.Handle(HeartBeat, func(_ *Conn, req *Command) *Command {
+	nc := heartbeatServer(t, ServerConfig{IdleTimeout: idle}, func(req *Command) {
 		received.Store(req.Received().UnixNano())
-		return req.NewResponse(Success, "")
 	})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-
-	nc, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	req := NewRequest(HeartBeat, nil, nil)
 	frame, err := Encode(req)
 	if err != nil {
@@ -69,22 +57,11 @@ func TestServerIdleTimeout(t *testing.T) {
 func TestServerIdleTimeoutAfterPause(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	release := make(chan struct{})
-	s := NewServer(ServerConfig{Addr: "127.0.0.1:0", IdleTimeout: idle, MaxPendingRequests: 1})
-	s.Handle(HeartBeat, func(_ *Conn, req *Command) *Command {
+	nc := heartbeatServer(t, ServerConfig{IdleTimeout: idle, MaxPendingRequests: 1}, func(req *Command) {
 		if req.Opaque == 1 {
 			<-release // the first request holds the only pending slot
 		}
-		return req.NewResponse(Success, "")
 	})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	nc, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
 	for _, opaque := range []int32{1, 2} {
 		req := NewRequest(HeartBeat, nil, nil)
@@ -118,4 +95,26 @@ func TestServerIdleTimeoutAfterPause(t *testing.T) {
 			t.Fatalf("answer to request %d, want %d", resp.Opaque, want)
 		}
 	}
+}
+
+// heartbeatServer starts a server with cfg on a loopback port answering HEART_BEAT with SUCCESS
+// after seen, and returns a raw connection to it; both are closed when the test ends.
+func heartbeatServer(t *testing.T, cfg ServerConfig, seen func(req *Command)) net.Conn {
+	t.Helper()
+	cfg.Addr = "127.0.0.1:0"
+	s := NewServer(cfg)
+	s.Handle(HeartBeat, func(_ *Conn, req *Command) *Command {
+		seen(req)
+		return req.NewResponse(Success, "")
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	nc, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return nc
 }
