@@ -291,13 +291,10 @@ func (e *EntryLog) DeleteRange(min, max uint64) error {
 func (e *EntryLog) messageCounts(index uint64) (end int64, form uint8, counts []int, err error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	if e.store == nil {
-		return 0, 0, nil, errNoEntryStore
+	s, err := e.slotLocked(index)
+	if err != nil {
+		return 0, 0, nil, err
 	}
-	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
-		return 0, 0, nil, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
-	}
-	s := e.slots[index-e.first]
 	end, form = s.pos+int64(s.size), s.form
 	if form != formMessages {
 		return end, form, nil, nil
@@ -364,14 +361,23 @@ func messageCountsOf(h *entryHeader) ([]int, error) {
 func (e *EntryLog) entrySpan(index uint64) (int64, uint8, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
+	s, err := e.slotLocked(index)
+	if err != nil {
+		return 0, 0, err
+	}
+	return s.pos + int64(s.size), s.form, nil
+}
+
+// slotLocked is where entry index lies, for the apply (an entry it applies must be stored). Hold
+// e.mu.
+func (e *EntryLog) slotLocked(index uint64) (entrySlot, error) {
 	if e.store == nil {
-		return 0, 0, errNoEntryStore
+		return entrySlot{}, errNoEntryStore
 	}
 	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
-		return 0, 0, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
+		return entrySlot{}, fmt.Errorf("fsm: raft entry %d is not in the commitlog (it holds %d-%d)", index, e.first, e.lastLocked())
 	}
-	s := e.slots[index-e.first]
-	return s.pos + int64(s.size), s.form, nil
+	return e.slots[index-e.first], nil
 }
 
 // detach takes the store away for a restore; attach gives the new one back and rebuilds.
