@@ -92,8 +92,11 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 			return fail(remoting.ServiceNotAvailable, "%s", remark)
 		}
 	}
-	h, err := parseSendHeader(req)
-	if err != nil {
+	// Everything the answer needs, allocated once: the header, the plan and the records' slice
+	// live in it.
+	inf := &sendInFlight{conn: conn, req: req, resp: resp}
+	h := &inf.h
+	if err := parseSendHeader(req, h); err != nil {
 		return fail(remoting.SystemError, "bad send header: %v", err)
 	}
 	if h.Topic == "" || h.ProducerGroup == "" {
@@ -122,8 +125,8 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		return fail(remoting.NoPermission, "the broker[%s] sending message is forbidden", s.cfg.BrokerName)
 	}
 
-	tc, code, remark := s.resolveSendTopic(h)
-	if tc == nil {
+	var tc protocol.TopicConfig
+	if code, remark := s.resolveSendTopic(h, &tc); code != remoting.Success {
 		return fail(code, "%s", remark)
 	}
 	if !protocol.IsWriteable(tc.Perm) {
@@ -133,7 +136,8 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	if h.QueueID >= queueCount {
 		return fail(remoting.InvalidParameter, "request queueId[%d] is illegal, topic %s has %d queues", h.QueueID, h.Topic, queueCount)
 	}
-	p := newSendPlan(h) // the one read of the properties (sendplan.go)
+	p := &inf.plan
+	p.read(h) // the one read of the properties (sendplan.go)
 	if p.queueID < 0 {
 		p.queueID = rand.Int32N(max(tc.WriteQueueNums, 1))
 	}
@@ -150,7 +154,7 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	// for (schedule.go). A transactional one is stored as a half message until
 	// END_TRANSACTION (transaction.go); the response names the half (msgId, queueOffset) and the
 	// requested queue. A half message is never delayed.
-	respQueueID := p.queueID
+	inf.respQueueID = p.queueID
 	now := req.ReceivedOrNow() // when the request was read: the store timestamp and deadlines count from it
 	if batch && p.known.TransactionFlag() {
 		return fail(remoting.MessageIllegal, "batch messages cannot be transactional")
@@ -165,14 +169,14 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		s.applyDelay(p, nil)
 	}
 
-	records, err := s.encodeSend(bornHost(conn, req), h, p, req.Body, batch, now)
+	records, err := s.encodeSend(inf.one[:0], bornHost(conn, req), h, p, req.Body, batch, now)
 	if err != nil {
 		return fail(remoting.MessageIllegal, "%v", err)
 	}
+	inf.records = records
 	if err := s.saveTopics(); err != nil {
 		return fail(remoting.SystemError, "%v", err)
 	}
-	inf := &sendInFlight{conn: conn, req: req, resp: resp, h: h, plan: p, records: records, respQueueID: respQueueID}
 	alog, async := s.commitLog.(asyncCommitLog)
 	if !async {
 		ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
@@ -198,15 +202,16 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 type sendInFlight struct {
 	conn        *remoting.Conn
 	req, resp   *remoting.Command
-	h           *protocol.SendMessageRequestHeader // as the client sent it
-	plan        *sendPlan
+	h           protocol.SendMessageRequestHeader // as the client sent it
+	plan        sendPlan
 	records     [][]byte
+	one         [1][]byte // backs records for a single message
 	respQueueID int32
 }
 
 // finishSend turns an append's outcome into the send's answer.
 func (s *sender) finishSend(inf *sendInFlight, results []storage.AppendResult, err error) *remoting.Command {
-	resp, h, p := inf.resp, inf.h, inf.plan
+	resp, h, p := inf.resp, &inf.h, &inf.plan
 	if errors.Is(err, dledger.ErrNotLeader) {
 		// Leadership moved before the records were proposed (a transfer, or a lost lease): they
 		// are not in the log, so the new leader can take them, and a client with a stale route
@@ -253,10 +258,11 @@ func (s *sender) sendsInline(req *remoting.Command) bool {
 }
 
 // resolveSendTopic finds the target topic, creating it from the default topic
-// or as a retry/DLQ topic where RocketMQ would.
-func (s *sender) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protocol.TopicConfig, int32, string) {
-	if tc := s.topics.Get(h.Topic); tc != nil {
-		return tc, remoting.Success, ""
+// or as a retry/DLQ topic where RocketMQ would, and copies its configuration into *dst (its
+// Attributes only to read: see meta.Topics.Lookup).
+func (s *sender) resolveSendTopic(h *protocol.SendMessageRequestHeader, dst *protocol.TopicConfig) (int32, string) {
+	if s.topics.Lookup(h.Topic, dst) {
+		return remoting.Success, ""
 	}
 	var tc *protocol.TopicConfig
 	var created bool
@@ -269,15 +275,16 @@ func (s *sender) resolveSendTopic(h *protocol.SendMessageRequestHeader) (*protoc
 	}
 	if err != nil {
 		code, remark := errorCode(err)
-		return nil, code, fmt.Sprintf("create topic %s: %s", h.Topic, remark)
+		return code, fmt.Sprintf("create topic %s: %s", h.Topic, remark)
 	}
 	if tc == nil {
-		return nil, remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
+		return remoting.TopicNotExist, fmt.Sprintf("topic[%s] not exist, apply first please!", h.Topic)
 	}
 	if created {
 		s.triggerRegister()
 	}
-	return tc, remoting.Success, ""
+	*dst = *tc
+	return remoting.Success, ""
 }
 
 // saveTopics makes the topic table durable before a message is stored (topicsSaved); it is
@@ -326,8 +333,8 @@ func (s *sender) applyRetryPolicy(h *protocol.SendMessageRequestHeader, p *sendP
 }
 
 // encodeSend turns the request into stored records for p's target: one for a single send,
-// one per entry for a batch, all stamped with the same store time.
-func (s *sender) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, p *sendPlan, body []byte, batch bool, now time.Time) ([][]byte, error) {
+// one per entry for a batch, all stamped with the same store time, appended to dst.
+func (s *sender) encodeSend(dst [][]byte, bornHost netip.AddrPort, h *protocol.SendMessageRequestHeader, p *sendPlan, body []byte, batch bool, now time.Time) ([][]byte, error) {
 	m := &message.Message{
 		Topic:          p.topic,
 		QueueID:        p.queueID,
@@ -346,7 +353,7 @@ func (s *sender) encodeSend(bornHost netip.AddrPort, h *protocol.SendMessageRequ
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)
 		}
-		return [][]byte{rec}, nil
+		return append(dst, rec), nil
 	}
 	entries, err := message.DecodeBatch(body)
 	if err != nil {
@@ -380,24 +387,22 @@ func (s *sender) msgIDs(results []storage.AppendResult) string {
 	if len(results) == 1 {
 		return message.OffsetMsgID(s.storeHost(), results[0].PhysicalOffset)
 	}
-	var sb strings.Builder
-	sb.Grow(33 * len(results))
+	b := make([]byte, 0, 57*len(results))
 	for i, r := range results {
 		if i > 0 {
-			sb.WriteByte(',')
+			b = append(b, ',')
 		}
-		sb.WriteString(message.OffsetMsgID(s.storeHost(), r.PhysicalOffset))
+		b = message.AppendOffsetMsgID(b, s.storeHost(), r.PhysicalOffset)
 	}
-	return sb.String()
+	return string(b)
 }
 
 // parseSendHeader reads the send header in the naming its code uses: long
 // names for SEND_MESSAGE, single letters for SEND_MESSAGE_V2 and
 // SEND_BATCH_MESSAGE.
-func parseSendHeader(req *remoting.Command) (*protocol.SendMessageRequestHeader, error) {
-	h := &protocol.SendMessageRequestHeader{}
+func parseSendHeader(req *remoting.Command, h *protocol.SendMessageRequestHeader) error {
 	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
-		return h, h.FromExtV2(req.ExtFields)
+		return h.FromExtV2(req.ExtFields)
 	}
-	return h, h.FromExt(req.ExtFields)
+	return h.FromExt(req.ExtFields)
 }

@@ -72,7 +72,15 @@ type sendPlan struct {
 
 // newSendPlan reads a send header: the one scan of its properties.
 func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
-	p := &sendPlan{
+	p := &sendPlan{}
+	p.read(h)
+	return p
+}
+
+// read sets p from a send header, as newSendPlan does, in place: the send path keeps its plan
+// inside the send's in-flight state.
+func (p *sendPlan) read(h *protocol.SendMessageRequestHeader) {
+	*p = sendPlan{
 		known:          message.ReadKnown(h.Properties),
 		reconsumeTimes: h.ReconsumeTimes,
 		topic:          h.Topic,
@@ -82,7 +90,6 @@ func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
 	}
 	p.retry = strings.HasPrefix(h.Topic, message.RetryTopicPrefix)
 	p.metricType = metricTypeOf(&p.known)
-	return p
 }
 
 // waitStore is the send's WAIT rule (message.Known.WaitStore).

@@ -224,6 +224,13 @@ func TestOffsetMsgID(t *testing.T) {
 	if h, off, err := ParseOffsetMsgID(id); err != nil || h != v6 || off != 77 {
 		t.Fatalf("v6 parse: %v %v %v", h, off, err)
 	}
+	if got := string(AppendOffsetMsgID([]byte("x,"), host, 0)); got != "x,C0A8000100002A9F0000000000000000" {
+		t.Fatalf("appended %s", got)
+	}
+	// The id is built once per acknowledged message: the string is its one allocation.
+	if n := testing.AllocsPerRun(100, func() { _ = OffsetMsgID(v6, 77) }); n != 1 {
+		t.Fatalf("OffsetMsgID allocates %v times, want 1", n)
+	}
 	for _, bad := range []string{"", "XYZ", strings.Repeat("G", 32), strings.Repeat("0", 31)} {
 		if _, _, err := ParseOffsetMsgID(bad); err == nil {
 			t.Errorf("%q parsed", bad)

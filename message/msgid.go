@@ -5,18 +5,29 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
-	"strings"
 )
 
 // OffsetMsgID renders the offset message id (§5.9) of the record stored at physOffset by
 // storeHost: IP, port (4 bytes) and offset (8 bytes) as upper-case hex, 32 characters for IPv4
 // and 56 for IPv6. Clients decode it to reach the storing broker (VIEW_MESSAGE_BY_ID).
 func OffsetMsgID(storeHost netip.AddrPort, physOffset int64) string {
-	b := make([]byte, 0, 28)
-	b = appendHost(b, storeHost)
-	b = binary.BigEndian.AppendUint64(b, uint64(physOffset))
-	return strings.ToUpper(hex.EncodeToString(b))
+	var text [56]byte
+	return string(AppendOffsetMsgID(text[:0], storeHost, physOffset))
 }
+
+// AppendOffsetMsgID appends OffsetMsgID's text to dst, so that a send's answer builds its ids
+// in one buffer: the id is written once per acknowledged message.
+func AppendOffsetMsgID(dst []byte, storeHost netip.AddrPort, physOffset int64) []byte {
+	var raw [28]byte
+	b := appendHost(raw[:0], storeHost)
+	b = binary.BigEndian.AppendUint64(b, uint64(physOffset))
+	for _, c := range b {
+		dst = append(dst, upperHex[c>>4], upperHex[c&0x0F])
+	}
+	return dst
+}
+
+const upperHex = "0123456789ABCDEF"
 
 // ParseOffsetMsgID decodes an offset message id (either hex case) into the store host and the
 // commitlog offset.

@@ -91,14 +91,15 @@ const frameChunk = 64 * 1024
 // ReadFrame reads one frame from r and returns what follows the length field.
 // maxFrame bounds the frame size including the length field.
 func ReadFrame(r io.Reader, maxFrame int) ([]byte, error) {
-	return readFrame(r, maxFrame, nil)
+	var pre [8]byte
+	return readFrame(r, maxFrame, nil, &pre)
 }
 
 // readFrame is ReadFrame with reserve, when set, called with the size of each growth of the
 // frame buffer before it is allocated (the server's global budget of bytes being read); an error
-// from it ends the read.
-func readFrame(r io.Reader, maxFrame int, reserve func(n int) error) ([]byte, error) {
-	var pre [8]byte
+// from it ends the read. pre is scratch for the length and header words, owned by the caller
+// (a connection's, so that reading a frame does not allocate it: it escapes through r).
+func readFrame(r io.Reader, maxFrame int, reserve func(n int) error, pre *[8]byte) ([]byte, error) {
 	if _, err := io.ReadFull(r, pre[:4]); err != nil {
 		return nil, err
 	}

@@ -413,6 +413,7 @@ func (c *Conn) readLoop() {
 		res = &frameReserve{c: c}
 	}
 	var arrivals uint64 // requests read so far (Command.Arrival)
+	var pre [8]byte     // readFrame's scratch: one per connection rather than one per frame
 	// The idle deadline is moved only when a sixteenth of c.idle has passed since it was last
 	// set, and then to that much more than c.idle ahead: a connection still closes after c.idle
 	// to c.idle*17/16 without a frame, and a busy one does not reset its deadline timer (and read
@@ -436,9 +437,9 @@ func (c *Conn) readLoop() {
 		var err error
 		if res != nil {
 			res.charged = 0
-			frame, err = readFrame(r, c.maxFrame, res.reserve)
+			frame, err = readFrame(r, c.maxFrame, res.reserve, &pre)
 		} else {
-			frame, err = readFrame(r, c.maxFrame, nil)
+			frame, err = readFrame(r, c.maxFrame, nil, &pre)
 		}
 		if err != nil {
 			if res != nil {

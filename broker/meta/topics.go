@@ -77,6 +77,20 @@ func (t *Topics) Get(name string) *protocol.TopicConfig {
 	return nil
 }
 
+// Lookup copies the topic's configuration into *dst and reports whether the topic exists. Unlike
+// Get it allocates nothing, which matters to the send path that reads its topic per message:
+// dst.Attributes is then the table's own map, which the caller must only read (an entry is
+// never changed in place; an update stores a new one).
+func (t *Topics) Lookup(name string, dst *protocol.TopicConfig) bool {
+	t.mu.RLock()
+	tc, ok := t.table[name]
+	if ok {
+		*dst = *tc
+	}
+	t.mu.RUnlock()
+	return ok
+}
+
 // Exists reports whether the topic is in the table, without copying it.
 func (t *Topics) Exists(name string) bool {
 	t.mu.RLock()

@@ -60,6 +60,17 @@ func TestTopicsRoundTrip(t *testing.T) {
 	if got := tp.Get("A"); got == nil || got.Attributes["mutated"] != "" || !got.Order {
 		t.Fatalf("Get(A) = %+v", got)
 	}
+	var looked protocol.TopicConfig
+	if !tp.Lookup("A", &looked) || looked.TopicName != "A" || !looked.Order || looked.Attributes["+message.type"] != "NORMAL" {
+		t.Fatalf("Lookup(A) = %+v", looked)
+	}
+	if tp.Lookup("B", &looked) {
+		t.Fatal("Lookup found the deleted B")
+	}
+	// The send path looks its topic up per message: nothing is copied to the heap.
+	if n := testing.AllocsPerRun(100, func() { tp.Lookup("A", &looked) }); n != 0 {
+		t.Fatalf("Lookup allocates %v times, want 0", n)
+	}
 	want := tp.Wrapper()
 
 	re := openTopics(t, path)
