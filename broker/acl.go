@@ -125,7 +125,7 @@ func (g *aclGate) decide(remote string, req *remoting.Command) *remoting.Command
 	d, err := g.store.Current().Check(acl.Request{
 		Code:       req.Code,
 		RemoteAddr: remote,
-		Ext:        req.ExtFields,
+		Ext:        req.Fields(),
 		Body:       req.Body,
 		Resources:  aclResources(req),
 		NeedAdmin:  adminCodes[req.Code],

@@ -353,6 +353,7 @@ func (b *Broker) Start() error {
 		Intercept:      b.intercept, // shutdown.go: ACL, and the sends a shutdown drains
 		TLS:            b.serverTLS,
 		MaxConnections: b.cfg.MaxConnections,
+		FlatExtCodes:   b.flatExtCodes(),
 	}
 	b.server = remoting.NewServer(sc)
 	b.registerHandlers(b.server)

@@ -235,7 +235,7 @@ func (f *forwarder) forward(conn *remoting.Conn, req *remoting.Command, read boo
 	if addr == "" {
 		return nil
 	}
-	ext := copyExt(req.ExtFields)
+	ext := copyExt(req.Fields())
 	_, ext[extForwarded] = f.place.leaderID()
 	ext[extBornHost] = conn.RemoteAddr()
 	fwd := remoting.NewRequest(req.Code, ext, req.Body)

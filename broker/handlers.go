@@ -28,12 +28,17 @@ const (
 type route struct {
 	handle remoting.Handler
 	how    dispatch
+	// flat: the handler, the interceptor and everything they call read the request's fields
+	// through Command's methods (Ext, ExtSeq, Fields), so the server decodes them as a flat
+	// list instead of a map (remoting.ServerConfig.FlatExtCodes): the sends, read once into a
+	// typed header.
+	flat bool
 }
 
 // handlers is the one table of request codes this broker serves.
 func (b *Broker) handlers() map[int32]route {
 	c := func(h remoting.Handler) route { return route{handle: h} }
-	send := route{handle: b.sender.handleSend, how: inlineSend}
+	send := route{handle: b.sender.handleSend, how: inlineSend, flat: true}
 	return map[int32]route{
 		// Producing (send.go, sendback.go) and transactions (transaction.go).
 		remoting.SendMessage:         send,
@@ -123,6 +128,17 @@ func (b *Broker) registerHandlers(s *remoting.Server) {
 			s.Handle(code, r.handle)
 		}
 	}
+}
+
+// flatExtCodes are the codes whose route reads its fields flat.
+func (b *Broker) flatExtCodes() []int32 {
+	var codes []int32
+	for code, r := range b.handlers() {
+		if r.flat {
+			codes = append(codes, code)
+		}
+	}
+	return codes
 }
 
 // jsonResponse answers SUCCESS with v as the JSON body.

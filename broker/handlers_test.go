@@ -25,6 +25,9 @@ func TestHandlerTable(t *testing.T) {
 		if (r.how == inlineSend) != isSend {
 			t.Errorf("code %d: dispatch %d", code, r.how)
 		}
+		if r.flat != isSend {
+			t.Errorf("code %d: fields read flat %v", code, r.flat)
+		}
 	}
 	for _, code := range []int32{remoting.QueryConsumerOffset, remoting.UpdateConsumerOffset} {
 		if table[code].how != inOrder {

@@ -399,10 +399,9 @@ func (s *sender) msgIDs(results []storage.AppendResult) string {
 
 // parseSendHeader reads the send header in the naming its code uses: long
 // names for SEND_MESSAGE, single letters for SEND_MESSAGE_V2 and
-// SEND_BATCH_MESSAGE.
+// SEND_BATCH_MESSAGE. The fields are read as the server kept them, flat
+// (handlers.go), without a map.
 func parseSendHeader(req *remoting.Command, h *protocol.SendMessageRequestHeader) error {
-	if req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2 {
-		return h.FromExtV2(req.ExtFields)
-	}
-	return h.FromExt(req.ExtFields)
+	v2 := req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2
+	return h.FromFields(req.ExtSeq(), v2)
 }

@@ -168,7 +168,8 @@ func newSendFixture(t *testing.T) *sendFixture {
 // after the test set the fixture up, so its goroutines see what the test wrote.
 func (f *sendFixture) invoke(t *testing.T, req *remoting.Command) *remoting.Command {
 	t.Helper()
-	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0"})
+	// The sends' fields are decoded flat, as the broker's server decodes them (handlers.go).
+	srv := remoting.NewServer(remoting.ServerConfig{Addr: "127.0.0.1:0", FlatExtCodes: (&Broker{}).flatExtCodes()})
 	for _, code := range []int32{remoting.SendMessage, remoting.SendMessageV2, remoting.SendBatchMessage} {
 		srv.HandleInline(code, f.s.handleSend, f.s.sendsInline)
 	}

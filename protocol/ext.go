@@ -23,10 +23,21 @@ type Header interface {
 	FromExt(ext map[string]string) error
 }
 
-// extReader reads typed fields from extFields and keeps the first error.
+// extReader reads typed fields from extFields and keeps the first error. lookup, when set,
+// replaces the map (a header read from values it gathered itself).
 type extReader struct {
-	ext map[string]string
-	err error
+	ext    map[string]string
+	lookup func(key string) (string, bool)
+	err    error
+}
+
+// find returns a field and whether it is present.
+func (r *extReader) find(key string) (string, bool) {
+	if r.lookup != nil {
+		return r.lookup(key)
+	}
+	v, ok := r.ext[key]
+	return v, ok
 }
 
 func (r *extReader) fail(base error, key, val string) {
@@ -42,7 +53,7 @@ func (r *extReader) fail(base error, key, val string) {
 
 // get returns the raw value and whether it is present; a required absent key records an error.
 func (r *extReader) get(key string, required bool) (string, bool) {
-	v, ok := r.ext[key]
+	v, ok := r.find(key)
 	if !ok && required {
 		r.fail(ErrMissingField, key, "")
 	}
@@ -80,7 +91,7 @@ func (r *extReader) int32(key string, required bool) int32 {
 
 // optInt64 returns nil when the key is absent.
 func (r *extReader) optInt64(key string) *int64 {
-	if _, ok := r.ext[key]; !ok {
+	if _, ok := r.find(key); !ok {
 		return nil
 	}
 	n := r.int64(key, false)
@@ -89,7 +100,7 @@ func (r *extReader) optInt64(key string) *int64 {
 
 // optInt32 returns nil when the key is absent.
 func (r *extReader) optInt32(key string) *int32 {
-	if _, ok := r.ext[key]; !ok {
+	if _, ok := r.find(key); !ok {
 		return nil
 	}
 	n := r.int32(key, false)
@@ -104,7 +115,7 @@ func (r *extReader) boolean(key string, required bool) bool {
 
 // optBool returns nil when the key is absent.
 func (r *extReader) optBool(key string) *bool {
-	if _, ok := r.ext[key]; !ok {
+	if _, ok := r.find(key); !ok {
 		return nil
 	}
 	b := r.boolean(key, false)

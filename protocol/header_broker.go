@@ -2,6 +2,8 @@ package protocol
 
 // Broker request headers for producing and pulling (§2.4, §2.5).
 
+import "iter"
+
 // SendMessageRequestHeader is the header of SEND_MESSAGE (10) and SEND_REPLY_MESSAGE (324) with
 // long field names, and of SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320, always V2) and
 // SEND_REPLY_MESSAGE_V2 (325) with the single-letter names a..n of SendMessageRequestHeaderV2.
@@ -63,8 +65,67 @@ func (h *SendMessageRequestHeader) toExt(form int) map[string]string {
 }
 
 func (h *SendMessageRequestHeader) fromExt(ext map[string]string, form int) error {
+	var v sendHeaderValues
+	for i, names := range sendHeaderKeys {
+		if s, ok := ext[names[form]]; ok {
+			v.set(i, s)
+		}
+	}
+	return h.fromValues(&v, form)
+}
+
+// FromFields is FromExt (v2 false) or FromExtV2 (v2 true) taking the fields one by one, as a
+// request whose extFields were kept flat yields them (remoting.Command.ExtSeq): the send path
+// reads a header per message, and a map built for that one read cost more than the rest of it.
+// Unknown keys are ignored; a key given twice counts once, its last value.
+func (h *SendMessageRequestHeader) FromFields(fields iter.Seq2[string, string], v2 bool) error {
+	form := 0
+	if v2 {
+		form = 1
+	}
+	var v sendHeaderValues
+	for k, s := range fields {
+		if i := sendHeaderIndex(k, form); i >= 0 {
+			v.set(i, s)
+		}
+	}
+	return h.fromValues(&v, form)
+}
+
+// sendHeaderValues holds a send header's fields as sent, by sendHeaderKeys index.
+type sendHeaderValues struct {
+	vals    [len(sendHeaderKeys)]string
+	present uint16
+}
+
+func (v *sendHeaderValues) set(i int, s string) {
+	v.vals[i] = s
+	v.present |= 1 << i
+}
+
+// sendHeaderIndex is key's index in sendHeaderKeys in the given form, or -1.
+func sendHeaderIndex(key string, form int) int {
+	if form == 1 {
+		if len(key) == 1 && key[0] >= 'a' && int(key[0]-'a') < len(sendHeaderKeys) { // a..n, in order
+			return int(key[0] - 'a')
+		}
+		return -1
+	}
+	for i, names := range sendHeaderKeys {
+		if names[0] == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// fromValues converts the fields, with FromExt's rules and errors.
+func (h *SendMessageRequestHeader) fromValues(v *sendHeaderValues, form int) error {
 	k := func(i int) string { return sendHeaderKeys[i][form] }
-	r := extReader{ext: ext}
+	r := extReader{lookup: func(key string) (string, bool) {
+		i := sendHeaderIndex(key, form)
+		return v.vals[i], v.present&(1<<i) != 0
+	}}
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str(k(0), true),
 		Topic:                 r.str(k(1), true),

@@ -2,7 +2,10 @@ package protocol
 
 import (
 	"errors"
+	"iter"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -47,6 +50,47 @@ func TestSendHeaderGoClientV2(t *testing.T) {
 	delete(ext, "g")
 	if err := h.FromExtV2(ext); !errors.Is(err, ErrMissingField) || !strings.Contains(err.Error(), ": g") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// FromFields reads the same header from fields one by one (the flat form a broker decodes
+// sends in) as FromExt and FromExtV2 from a map, errors included; unknown keys are ignored and
+// a repeated key counts once, its last value.
+func TestSendHeaderFromFields(t *testing.T) {
+	h := sampleSend()
+	seq := func(pairs ...string) iter.Seq2[string, string] {
+		return func(yield func(string, string) bool) {
+			for i := 0; i+1 < len(pairs); i += 2 {
+				if !yield(pairs[i], pairs[i+1]) {
+					return
+				}
+			}
+		}
+	}
+	flatten := func(m map[string]string) []string {
+		var out []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, k, m[k])
+		}
+		return out
+	}
+	for form, ext := range []map[string]string{h.ToExt(), h.ToExtV2()} {
+		var got SendMessageRequestHeader
+		pairs := append([]string{"queueId", "99", "e", "99", "zz", "unknown"}, flatten(ext)...) // overridden later
+		if err := got.FromFields(seq(pairs...), form == 1); err != nil || !reflect.DeepEqual(&got, h) {
+			t.Fatalf("form %d: %+v %v", form, got, err)
+		}
+	}
+	for _, bad := range []map[string]string{
+		{"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "x", "f": "0", "g": "1", "h": "0"},
+		{"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0", "h": "0"},
+	} {
+		var fromMap, fromFields SendMessageRequestHeader
+		want := fromMap.FromExtV2(bad)
+		got := fromFields.FromFields(seq(flatten(bad)...), true)
+		if want == nil || got == nil || got.Error() != want.Error() {
+			t.Fatalf("FromFields error %v, FromExtV2 %v", got, want)
+		}
 	}
 }
 

@@ -32,6 +32,10 @@ type ClientConfig struct {
 	// TLS, when set, makes every connection a TLS client connection with this configuration
 	// (RocketMQ's tls.enable; NewClientTLS builds it). ServerName defaults to the host dialled.
 	TLS *tls.Config
+	// FlatExtResponses decodes the extFields of responses as a flat list instead of a map
+	// (flatext.go), for a caller that reads them through Command's methods (Ext, ExtSeq, Fields)
+	// or not at all: a load generator spares the map per answer.
+	FlatExtResponses bool
 }
 
 // Client keeps one connection per remote address, as RocketMQ clients do, and
@@ -99,6 +103,7 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	}
 	conn := newConn(nc, handlerTable(c.cfg.Handlers), c.cfg.Logger, DefaultMaxFrameSize, 0)
 	conn.beforeRequest = c.cfg.BeforeRequest
+	conn.keep = flatRule{responses: c.cfg.FlatExtResponses}
 	c.mu.Lock()
 	if existing, ok := c.conns[addr]; ok && !isDone(existing) {
 		c.mu.Unlock()

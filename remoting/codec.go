@@ -43,6 +43,14 @@ func languageName(code byte) string {
 // Encode renders c as a complete frame, length field included, in c's
 // serialize type.
 func Encode(c *Command) ([]byte, error) {
+	if c.flatExt != nil { // a decoded command sent on as it is (rare): encode its fields as a map
+		cp := *c
+		cp.ExtFields, cp.flatExt = nil, nil
+		for k, v := range c.ExtSeq() {
+			cp.SetExt(k, v)
+		}
+		c = &cp
+	}
 	// The header is rendered in place after the two length fields (patched in below), so a
 	// frame is one allocation and the header is not copied.
 	out := make([]byte, 8, 8+128+32*len(c.ExtFields)+len(c.Remark)+len(c.Body))
@@ -185,6 +193,11 @@ const jsonTopFields = 16
 // Decode parses a frame without its length field (what ReadFrame returns). The
 // body aliases frame.
 func Decode(frame []byte) (*Command, error) {
+	return decodeKeeping(frame, flatRule{})
+}
+
+// decodeKeeping is Decode keeping the extFields of the commands keep names flat (flatext.go).
+func decodeKeeping(frame []byte, keep flatRule) (*Command, error) {
 	if len(frame) < 4 {
 		return nil, fmt.Errorf("frame of %d bytes has no header word: %w", len(frame), ErrBadFrame)
 	}
@@ -202,7 +215,7 @@ func Decode(frame []byte) (*Command, error) {
 	var err error
 	switch st {
 	case SerializeJSON:
-		c, err = decodeJSONHeader(header)
+		c, err = decodeJSONHeaderKeeping(header, keep)
 	case SerializeRocketMQ:
 		c, err = decodeBinaryHeader(header)
 	default:
@@ -243,10 +256,14 @@ func jsonInt32(n json.Number, field string) (int32, error) {
 }
 
 func decodeJSONHeader(b []byte) (*Command, error) {
+	return decodeJSONHeaderKeeping(b, flatRule{})
+}
+
+func decodeJSONHeaderKeeping(b []byte, keep flatRule) (*Command, error) {
 	// The fast parser bounds extFields itself (it hands a header with more to the general
 	// decoder); the colon count, one vectorised pass, only sizes the map: colons inside strings
 	// make it an overestimate, and it is capped.
-	c, err := fastJSONHeader(b, min(bytes.Count(b, colon), MaxExtFields+jsonTopFields))
+	c, err := fastJSONHeaderKeeping(b, min(bytes.Count(b, colon), MaxExtFields+jsonTopFields), keep)
 	if err != nil {
 		// encoding/json would build a map of any size: count first, without allocating.
 		if n := countFields(b, MaxExtFields+jsonTopFields); n > MaxExtFields+jsonTopFields {

@@ -51,6 +51,8 @@ type Command struct {
 	arrival uint64
 	// received is when the server connection read the request; see Received.
 	received time.Time
+	// flatExt holds the extFields of a command decoded flat (flatext.go) while ExtFields is nil.
+	flatExt []extField
 }
 
 // Received is when a server connection read the request (its frame was whole), or the zero time
@@ -105,15 +107,13 @@ func (c *Command) IsOneway() bool { return c.Flag&FlagOneway != 0 }
 
 // Ext returns one header field, or "" when it is absent.
 func (c *Command) Ext(key string) string {
-	if c.ExtFields == nil {
-		return ""
-	}
-	return c.ExtFields[key]
+	v, _ := c.lookupExt(key)
+	return v
 }
 
 // SetExt sets one header field.
 func (c *Command) SetExt(key, value string) {
-	if c.ExtFields == nil {
+	if c.Fields() == nil {
 		c.ExtFields = make(map[string]string, 8)
 	}
 	c.ExtFields[key] = value
@@ -121,7 +121,7 @@ func (c *Command) SetExt(key, value string) {
 
 // ExtInt64 parses a required integer header field, naming it in the error.
 func (c *Command) ExtInt64(key string) (int64, error) {
-	v, ok := c.ExtFields[key]
+	v, ok := c.lookupExt(key)
 	if !ok || v == "" {
 		return 0, fmt.Errorf("the custom field <%s> is null", key)
 	}
@@ -163,5 +163,5 @@ func (c *Command) ExtBool(key string) bool {
 
 // String renders the command for logs without its body.
 func (c *Command) String() string {
-	return fmt.Sprintf("code=%d opaque=%d flag=%d remark=%q ext=%v body=%dB", c.Code, c.Opaque, c.Flag, c.Remark, c.ExtFields, len(c.Body))
+	return fmt.Sprintf("code=%d opaque=%d flag=%d remark=%q ext=%s body=%dB", c.Code, c.Opaque, c.Flag, c.Remark, c.extForLog(), len(c.Body))
 }

@@ -70,6 +70,8 @@ type Conn struct {
 	// side) adjusts outgoing requests. Both are set right after newConn, before serve.
 	intercept     Handler
 	beforeRequest func(*Command)
+	// keep is which commands read here keep their extFields flat (flatext.go).
+	keep flatRule
 
 	out       chan outFrame
 	limits    limits
@@ -453,7 +455,7 @@ func (c *Conn) readLoop() {
 			deadlineSet = now
 			_ = c.nc.SetReadDeadline(now.Add(c.idle + c.idle/16))
 		}
-		cmd, err := Decode(frame)
+		cmd, err := decodeKeeping(frame, c.keep)
 		if err != nil {
 			if res != nil {
 				c.limits.budget.release(int64(res.charged))

@@ -22,6 +22,12 @@ var errSlowPath = errors.New("remoting: header needs the general JSON decoder")
 // with more than MaxExtFields extFields goes to the general decoder, whose
 // caller bounds it.
 func fastJSONHeader(b []byte, fields int) (*Command, error) {
+	return fastJSONHeaderKeeping(b, fields, flatRule{})
+}
+
+// fastJSONHeaderKeeping is fastJSONHeader keeping the extFields of the commands keep names flat
+// (Command.ExtSeq) instead of building their map.
+func fastJSONHeaderKeeping(b []byte, fields int, keep flatRule) (*Command, error) {
 	p := jsonParser{b: b, fields: fields}
 	c := &Command{}
 	if !p.consume('{') {
@@ -31,6 +37,7 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 		c.ExtFields = map[string]string{}
 		return c, p.end()
 	}
+	codeSeen := false
 	for {
 		raw, plain, ok := p.rawStr()
 		if !ok || !plain || !p.consume(':') {
@@ -44,7 +51,7 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 			}
 			switch key {
 			case "code":
-				c.Code = n
+				c.Code, codeSeen = n, true
 			case "version":
 				c.Version = n
 			case "opaque":
@@ -53,12 +60,17 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 				c.Flag = n
 			}
 		case "language":
+			start := p.i
+			if raw, plain, ok := p.rawStr(); ok && plain {
+				if l, known := languages[string(raw)]; known { // no allocation for a known name
+					c.Language = l
+					break
+				}
+			}
+			p.i = start
 			s, ok := p.str()
 			if !ok {
 				return nil, errSlowPath
-			}
-			if l, ok := languages[s]; ok {
-				s = l // the request's own copy is garbage at once
 			}
 			c.Language = s
 		case "remark":
@@ -72,6 +84,16 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 			c.Remark = s
 		case "extFields":
 			if p.null() {
+				break
+			}
+			if keep.mayKeep(codeSeen, c.Code) {
+				list, ok := p.stringList()
+				if !ok {
+					return nil, errSlowPath
+				}
+				if len(list) > 0 {
+					c.flatExt = list
+				}
 				break
 			}
 			m, ok := p.stringMap()
@@ -102,7 +124,10 @@ func fastJSONHeader(b []byte, fields int) (*Command, error) {
 		}
 		return nil, errSlowPath
 	}
-	if c.ExtFields == nil {
+	if c.flatExt != nil && !keep.keeps(c) {
+		c.Fields() // kept flat on the strength of the code, but the flag after it says otherwise
+	}
+	if c.ExtFields == nil && c.flatExt == nil {
 		c.ExtFields = map[string]string{}
 	}
 	return c, p.end()
@@ -322,51 +347,76 @@ func (p *jsonParser) hex4() (rune, bool) {
 // stringMap parses extFields: an object whose values are strings. Other value
 // types (numbers, booleans, null) go to the general decoder.
 func (p *jsonParser) stringMap() (map[string]string, bool) {
+	m := make(map[string]string, p.extFieldsHint())
+	ok := p.stringFields(func(k, v string) bool {
+		m[k] = v
+		return len(m) <= MaxExtFields
+	})
+	return m, ok
+}
+
+// stringList parses extFields as stringMap does into a list in wire order: one allocation
+// instead of a map's several and no hashing, for a reader that takes each field once.
+func (p *jsonParser) stringList() ([]extField, bool) {
+	list := make([]extField, 0, p.extFieldsHint()+2) // a peer writing fewer top-level fields does not grow it
+	ok := p.stringFields(func(k, v string) bool {
+		list = append(list, extField{key: k, value: v})
+		return len(list) <= MaxExtFields
+	})
+	return list, ok
+}
+
+// extFieldsHint is how many extFields to make room for: the fields counted ahead less the top
+// level's.
+func (p *jsonParser) extFieldsHint() int {
+	return min(max(p.fields-jsonTopLevelFields, 0), MaxExtFields)
+}
+
+// stringFields parses the extFields object, handing each key and value to add, which returns
+// false to give up (too many fields).
+func (p *jsonParser) stringFields(add func(k, v string) bool) bool {
 	if !p.consume('{') {
-		return nil, false
+		return false
 	}
 	// One string holds every plain value of the object (values are substrings
 	// of it: the string runs from the first field to the header's end, the
-	// few top-level fields after extFields included), and the map is sized for
-	// the fields counted ahead less the top level's, so a header costs a few
+	// few top-level fields after extFields included), so a header costs a few
 	// allocations rather than one per field. A value kept for long keeps the
 	// header's few hundred bytes alive with it.
 	p.ws()
 	base := p.i
-	m := make(map[string]string, min(max(p.fields-jsonTopLevelFields, 0), MaxExtFields))
 	if p.consume('}') {
-		return m, true
+		return true
 	}
 	whole := string(p.b[base:])
 	for {
 		k, ok := p.key()
 		if !ok || !p.consume(':') {
-			return nil, false
+			return false
 		}
 		p.ws()
 		vstart := p.i + 1 // after the opening quote, if it is a string
 		raw, plain, ok := p.rawStr()
 		if !ok {
-			return nil, false
+			return false
 		}
 		var v string
 		switch {
 		case !plain:
 			p.i = vstart // decode it again, escapes and all
 			if v, ok = p.strEscaped(vstart, len(raw)); !ok {
-				return nil, false
+				return false
 			}
 		default:
 			v = whole[vstart-base : vstart-base+len(raw)]
 		}
-		m[k] = v
-		if len(m) > MaxExtFields {
-			return nil, false
+		if !add(k, v) {
+			return false
 		}
 		if p.consume(',') {
 			continue
 		}
-		return m, p.consume('}')
+		return p.consume('}')
 	}
 }
 

@@ -35,6 +35,16 @@ func BenchmarkFastJSONHeader(b *testing.B) {
 				}
 			}
 		})
+		b.Run(c.name+"-flat", func(b *testing.B) { // extFields kept flat (flatext.go), as a broker decodes sends
+			b.ReportAllocs()
+			b.SetBytes(int64(len(h)))
+			keep := flatRule{codes: []int32{310}, responses: true}
+			for b.Loop() {
+				if _, err := fastJSONHeaderKeeping(h, n, keep); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(c.name+"-checked", func(b *testing.B) { // with the field count check Decode runs first
 			b.ReportAllocs()
 			b.SetBytes(int64(len(h)))

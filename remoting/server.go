@@ -48,6 +48,10 @@ type ServerConfig struct {
 	// TLS, when set, is how the listener treats TLS (tls.go): permissive accepts TLS and
 	// plaintext on the one port, enforcing only TLS. Nil serves plaintext.
 	TLS *ServerTLS
+	// FlatExtCodes are request codes whose extFields are decoded as a flat list instead of a
+	// map (flatext.go): their handlers, and Intercept, read fields through Command's methods
+	// (Ext, ExtSeq, Fields), never through ExtFields.
+	FlatExtCodes []int32
 }
 
 // Server accepts remoting connections and serves registered handlers.
@@ -216,6 +220,7 @@ func (s *Server) acceptLoop() {
 			budget:          s.budget,
 		}
 		c.onRequest = s.cfg.OnRequest
+		c.keep = flatRule{codes: s.cfg.FlatExtCodes}
 		c.intercept = s.cfg.Intercept
 		c.ordered = s.ordered
 		c.inline = s.inline

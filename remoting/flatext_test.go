@@ -1,0 +1,160 @@
+package remoting
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// sendV2Header is a SEND_MESSAGE_V2 request's JSON header as a Go client writes it, with the
+// queue id (e) given twice: the later value is the one a map keeps.
+var sendV2Header = []byte(`{"code":310,"language":"GO","version":317,"opaque":7,"flag":0,"extFields":{"a":"pg","b":"T","c":"TBW102","d":"4","e":"1","f":"0","g":"1764488183123","h":"0","i":"WAIT\u0001true\u0002","e":"3"},"serializeTypeCurrentRPC":"JSON"}`)
+
+// A request whose code the rule names keeps its fields flat; every way of reading them gives
+// what the map gives, and asking for the map builds it once.
+func TestFlatExtRequest(t *testing.T) {
+	want, err := decodeJSONHeader(sendV2Header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := decodeJSONHeaderKeeping(sendV2Header, flatRule{codes: []int32{10, 310}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExtFields != nil || len(c.flatExt) != 10 {
+		t.Fatalf("not kept flat: map %v, %d flat", c.ExtFields, len(c.flatExt))
+	}
+	if c.Ext("e") != "3" || c.Ext("i") != "WAIT\x01true\x02" || c.Ext("zz") != "" {
+		t.Fatalf("Ext: e=%q i=%q", c.Ext("e"), c.Ext("i"))
+	}
+	if n, err := c.ExtInt32("d"); n != 4 || err != nil {
+		t.Fatalf("ExtInt32(d) = %d, %v", n, err)
+	}
+	if _, err := c.ExtInt64("zz"); err == nil {
+		t.Fatal("ExtInt64 of an absent field: no error")
+	}
+	seen := map[string]string{}
+	for k, v := range c.ExtSeq() {
+		if _, again := seen[k]; again {
+			t.Fatalf("ExtSeq yields %q twice", k)
+		}
+		seen[k] = v
+	}
+	if !maps.Equal(seen, want.ExtFields) {
+		t.Fatalf("ExtSeq %v, map %v", seen, want.ExtFields)
+	}
+	if s := c.String(); c.ExtFields != nil || !bytes.Contains([]byte(s), []byte("e:3")) {
+		t.Fatalf("String %q built the map (%v) or lost a field", s, c.ExtFields)
+	}
+	frame, err := Encode(c)
+	if err != nil || c.flatExt == nil {
+		t.Fatalf("Encode: %v, flat list gone %v", err, c.flatExt == nil)
+	}
+	again, err := Decode(frame[4:]) // past the length field
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(again.ExtFields, want.ExtFields) {
+		t.Fatalf("re-encoded fields %v, want %v", again.ExtFields, want.ExtFields)
+	}
+	if m := c.Fields(); !maps.Equal(m, want.ExtFields) || c.flatExt != nil {
+		t.Fatalf("Fields %v, want %v", m, want.ExtFields)
+	}
+	c.SetExt("x", "y")
+	if c.Ext("x") != "y" || c.Ext("e") != "3" {
+		t.Fatalf("after SetExt: %v", c.ExtFields)
+	}
+}
+
+// A field set on a flat command without Fields (ExtFields assigned directly) is not lost: it
+// wins over the flat value.
+func TestFlatExtDirectAssignment(t *testing.T) {
+	c, err := decodeJSONHeaderKeeping(sendV2Header, flatRule{codes: []int32{310}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ExtFields = map[string]string{"e": "9", "new": "1"}
+	got := map[string]string{}
+	for k, v := range c.ExtSeq() {
+		got[k] = v
+	}
+	if got["e"] != "9" || got["new"] != "1" || got["a"] != "pg" || c.Ext("e") != "9" {
+		t.Fatalf("ExtSeq %v, Ext(e) %q", got, c.Ext("e"))
+	}
+	if m := c.Fields(); m["e"] != "9" || m["new"] != "1" || m["b"] != "T" {
+		t.Fatalf("Fields %v", m)
+	}
+}
+
+// Only what the rule names stays flat: another code, a response (its flag read after the
+// fields), and a code that comes after extFields get the map.
+func TestFlatExtRuleBounds(t *testing.T) {
+	rule := flatRule{codes: []int32{310}}
+	for name, h := range map[string]string{
+		"other code":        `{"code":11,"extFields":{"a":"b"}}`,
+		"response":          `{"code":310,"extFields":{"a":"b"},"flag":1}`,
+		"code after fields": `{"extFields":{"a":"b"},"code":310}`,
+	} {
+		c, err := decodeJSONHeaderKeeping([]byte(h), rule)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if c.flatExt != nil || c.ExtFields["a"] != "b" {
+			t.Errorf("%s: flat %v, map %v", name, c.flatExt, c.ExtFields)
+		}
+	}
+	c, err := decodeJSONHeaderKeeping([]byte(`{"code":0,"flag":1,"extFields":{"msgId":"X"}}`), flatRule{responses: true})
+	if err != nil || c.flatExt == nil || c.Ext("msgId") != "X" {
+		t.Fatalf("response kept flat: %+v %v", c, err)
+	}
+	c, err = decodeJSONHeaderKeeping([]byte(`{"code":310,"extFields":{}}`), rule)
+	if err != nil || c.flatExt != nil || c.ExtFields == nil {
+		t.Fatalf("empty extFields: %+v %v", c, err)
+	}
+}
+
+// Decoding a send's header flat allocates the command, one string for the plain values, the
+// escaped properties and the list: no map.
+func TestFlatExtAllocations(t *testing.T) {
+	rule := flatRule{codes: []int32{310}}
+	n := bytes.Count(sendV2Header, colon)
+	flat := testing.AllocsPerRun(100, func() { _, _ = fastJSONHeaderKeeping(sendV2Header, n, rule) })
+	asMap := testing.AllocsPerRun(100, func() { _, _ = fastJSONHeader(sendV2Header, n) })
+	if flat > 4 || flat >= asMap {
+		t.Fatalf("flat decode allocates %v times (map %v), want at most 4", flat, asMap)
+	}
+}
+
+// A server told to keep a code flat hands its handler such a command; a client keeping its
+// responses flat gets them so.
+func TestFlatExtOverConnections(t *testing.T) {
+	srv := NewServer(ServerConfig{Addr: "127.0.0.1:0", FlatExtCodes: []int32{310}})
+	got := make(chan bool, 1)
+	srv.Handle(310, func(_ *Conn, req *Command) *Command {
+		got <- req.ExtFields == nil && req.Ext("b") == "T"
+		resp := req.NewResponse(Success, "")
+		resp.SetExt("queueOffset", "5")
+		return resp
+	})
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl := NewClient(ClientConfig{FlatExtResponses: true})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, srv.Addr(), NewRequest(310, map[string]string{"b": "T"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !<-got {
+		t.Fatal("the handler did not get the request's fields flat")
+	}
+	if resp.ExtFields != nil || resp.Ext("queueOffset") != "5" || !reflect.DeepEqual(resp.Fields(), map[string]string{"queueOffset": "5"}) {
+		t.Fatalf("response %+v", resp)
+	}
+}
