@@ -74,10 +74,7 @@ func New(cfg Config) *Tool {
 	}
 	if cfg.AccessKey != "" {
 		cc.BeforeRequest = func(req *remoting.Command) {
-			if req.ExtFields == nil {
-				req.ExtFields = map[string]string{}
-			}
-			acl.Sign(req.ExtFields, req.Body, cfg.AccessKey, cfg.SecretKey)
+			acl.Sign(req.Fields(), req.Body, cfg.AccessKey, cfg.SecretKey)
 		}
 	}
 	return &Tool{cfg: cfg, client: remoting.NewClient(cc)}

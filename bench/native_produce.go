@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -63,8 +64,8 @@ type nativeSender struct {
 	props     []byte // reused buffer for a message's properties
 	static    string // properties common to every message (TAGS, WAIT)
 	batchHead string // header properties of a batch request
-	single    map[string]string
-	batch     map[string]string
+	single    []sendField
+	batch     []sendField
 	entries   []message.BatchEntry
 }
 
@@ -80,10 +81,13 @@ func (s *nativeSender) nextProps() string {
 	return string(s.props)
 }
 
+// sendField is one field of a send header template.
+type sendField struct{ key, value string }
+
 // sendTemplates returns the V2 send headers (the one-letter keys a..m) of
 // single and batch sends with everything but the queue id (e), born
-// timestamp (g) and properties (i) filled in.
-func sendTemplates(cfg *ProduceConfig) (single, batch map[string]string) {
+// timestamp (g) and properties (i), in key order.
+func sendTemplates(cfg *ProduceConfig) (single, batch []sendField) {
 	h := protocol.SendMessageRequestHeader{
 		ProducerGroup: cfg.Group,
 		Topic:         cfg.Topic,
@@ -91,24 +95,31 @@ func sendTemplates(cfg *ProduceConfig) (single, batch map[string]string) {
 		// matter when the broker does not know the topic yet.
 		DefaultTopic:          defaultTopic,
 		DefaultTopicQueueNums: defaultTopicQueueNums,
-		Properties:            "-", // a slot for i, so that setting it does not grow a clone
 	}
-	single = h.ToExtV2()
+	fields := func(ext map[string]string) []sendField {
+		var out []sendField
+		for _, k := range slices.Sorted(maps.Keys(ext)) {
+			if k != "e" && k != "g" && k != "i" {
+				out = append(out, sendField{k, ext[k]})
+			}
+		}
+		return out
+	}
+	single = fields(h.ToExtV2())
 	h.Batch = true
-	batch = h.ToExtV2()
+	batch = fields(h.ToExtV2())
 	return single, batch
 }
 
 // request builds a SEND_MESSAGE_V2 request of one message, or a
 // SEND_BATCH_MESSAGE request when the run batches, for queue q. The header
-// is a copy of a template (cloning a small map costs less than building it
-// key by key) with the per-request fields set.
+// is the template's fields and the per-request ones, appended flat
+// (remoting.Command.AppendExt): no map per request.
 func (s *nativeSender) request(q nativeQueue, n int) (*remoting.Command, error) {
 	code, body := remoting.SendMessageV2, s.body
-	var ext map[string]string
+	fixed, props := s.single, ""
 	if s.cfg.Batch == 1 {
-		ext = maps.Clone(s.single)
-		ext["i"] = s.nextProps()
+		props = s.nextProps()
 	} else {
 		s.entries = s.entries[:0]
 		for range n {
@@ -118,13 +129,16 @@ func (s *nativeSender) request(q nativeQueue, n int) (*remoting.Command, error) 
 		if body, err = message.EncodeBatch(s.entries); err != nil {
 			return nil, err
 		}
-		code = remoting.SendBatchMessage
-		ext = maps.Clone(s.batch)
-		ext["i"] = s.batchHead
+		code, fixed, props = remoting.SendBatchMessage, s.batch, s.batchHead
 	}
-	ext["e"] = q.idStr
-	ext["g"] = strconv.FormatInt(time.Now().UnixMilli(), 10)
-	return remoting.NewRequest(code, ext, body), nil
+	req := remoting.NewFlatRequest(code, len(fixed)+3, body)
+	for _, f := range fixed {
+		req.AppendExt(f.key, f.value)
+	}
+	req.AppendExt("e", q.idStr)
+	req.AppendExt("g", strconv.FormatInt(time.Now().UnixMilli(), 10))
+	req.AppendExt("i", props)
+	return req, nil
 }
 
 // asyncSlot is one of the async producer's in-flight requests: its client, message-id

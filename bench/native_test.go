@@ -23,7 +23,7 @@ func TestNativeSendRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 		var h protocol.SendMessageRequestHeader
-		if err := h.FromExtV2(req.ExtFields); err != nil {
+		if err := h.FromExtV2(req.Fields()); err != nil {
 			t.Fatal(err)
 		}
 		if h.ProducerGroup != "G" || h.Topic != "T" || h.DefaultTopic != defaultTopic || h.DefaultTopicQueueNums != 4 ||

@@ -96,10 +96,7 @@ func openACLGate(cfg *config.Broker, logger hclog.Logger) (*aclGate, error) {
 // signRequest signs a request this broker sends (name servers, its Raft leader, peers) with
 // its own account; the remoting clients call it just before sending.
 func (g *aclGate) signRequest(req *remoting.Command) {
-	if req.ExtFields == nil {
-		req.ExtFields = map[string]string{}
-	}
-	acl.Sign(req.ExtFields, req.Body, g.cfg.AccessKey, g.cfg.SecretKey)
+	acl.Sign(req.Fields(), req.Body, g.cfg.AccessKey, g.cfg.SecretKey)
 }
 
 // outgoingHook is the remoting clients' BeforeRequest: signing when the broker has an account.

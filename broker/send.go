@@ -77,8 +77,9 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		received = sendtrace.Now()
 	}
 	resp := req.NewResponse(remoting.Success, "")
-	resp.SetExt("MSG_REGION", s.cfg.RegionID)
-	resp.SetExt("TRACE_ON", strconv.FormatBool(s.cfg.TraceOn))
+	// The answer's fields are written once and encoded: a flat list, no map (remoting.Command.AppendExt).
+	resp.AppendExt("MSG_REGION", s.cfg.RegionID)
+	resp.AppendExt("TRACE_ON", strconv.FormatBool(s.cfg.TraceOn))
 	fail := func(code int32, format string, args ...any) *remoting.Command {
 		resp.Code = code
 		resp.Remark = fmt.Sprintf(format, args...)
@@ -234,9 +235,9 @@ func (s *sender) finishSend(inf *sendInFlight, results []storage.AppendResult, e
 		resp.Code, resp.Remark = code, remark
 	}
 	s.stats.recordSend(h.Topic, p, inf.records)
-	resp.SetExt("msgId", s.msgIDs(results))
-	resp.SetExt("queueId", strconv.FormatInt(int64(inf.respQueueID), 10))
-	resp.SetExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
+	resp.AppendExt("msgId", s.msgIDs(results))
+	resp.AppendExt("queueId", strconv.FormatInt(int64(inf.respQueueID), 10))
+	resp.AppendExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
 	return resp
 }
 

@@ -62,10 +62,7 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	own := remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS})
 	if cfg.AccessKey != "" {
 		own = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS, BeforeRequest: func(req *remoting.Command) {
-			if req.ExtFields == nil {
-				req.ExtFields = map[string]string{}
-			}
-			acl.Sign(req.ExtFields, req.Body, cfg.AccessKey, cfg.SecretKey)
+			acl.Sign(req.Fields(), req.Body, cfg.AccessKey, cfg.SecretKey)
 		}})
 	}
 	f.own = own

@@ -167,10 +167,7 @@ func (s *Server) openACL() error {
 // signRequest signs a request to a name server or broker with the proxy's account, as a 4.x
 // client does (acl.Sign).
 func (s *Server) signRequest(req *remoting.Command) {
-	if req.ExtFields == nil {
-		req.ExtFields = map[string]string{}
-	}
-	acl.Sign(req.ExtFields, req.Body, s.cfg.AccessKey, s.cfg.SecretKey)
+	acl.Sign(req.Fields(), req.Body, s.cfg.AccessKey, s.cfg.SecretKey)
 }
 
 // Addr is the gRPC listener's address.

@@ -43,17 +43,9 @@ func languageName(code byte) string {
 // Encode renders c as a complete frame, length field included, in c's
 // serialize type.
 func Encode(c *Command) ([]byte, error) {
-	if c.flatExt != nil { // a decoded command sent on as it is (rare): encode its fields as a map
-		cp := *c
-		cp.ExtFields, cp.flatExt = nil, nil
-		for k, v := range c.ExtSeq() {
-			cp.SetExt(k, v)
-		}
-		c = &cp
-	}
 	// The header is rendered in place after the two length fields (patched in below), so a
 	// frame is one allocation and the header is not copied.
-	out := make([]byte, 8, 8+128+32*len(c.ExtFields)+len(c.Remark)+len(c.Body))
+	out := make([]byte, 8, 8+128+32*c.extCount()+len(c.Remark)+len(c.Body))
 	var err error
 	if c.SerializeType == SerializeRocketMQ {
 		out, err = encodeBinaryHeader(out, c)
@@ -350,10 +342,10 @@ func encodeJSONHeader(b []byte, c *Command) []byte {
 		b = append(b, `,"remark":`...)
 		b = appendJSONString(b, c.Remark)
 	}
-	if len(c.ExtFields) > 0 {
+	if c.extCount() > 0 {
 		b = append(b, `,"extFields":{`...)
 		first := true
-		for k, v := range c.ExtFields {
+		for k, v := range c.wireExt() {
 			if !first {
 				b = append(b, ',')
 			}
@@ -427,7 +419,7 @@ func encodeBinaryHeader(b []byte, c *Command) ([]byte, error) {
 	b = append(b, c.Remark...)
 	extLenAt := len(b)
 	b = append(b, 0, 0, 0, 0)
-	for k, v := range c.ExtFields {
+	for k, v := range c.wireExt() {
 		if k == "" || len(k) > 1<<15-1 {
 			continue
 		}

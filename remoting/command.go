@@ -84,6 +84,12 @@ func NewRequest(code int32, ext map[string]string, body []byte) *Command {
 	return &Command{Code: code, Language: ServerLanguage, Version: ServerVersion, ExtFields: ext, Body: body}
 }
 
+// NewFlatRequest builds a request whose fields are given with AppendExt, room made for fields
+// of them: a request built per message (a load generator's send) then costs no map.
+func NewFlatRequest(code int32, fields int, body []byte) *Command {
+	return &Command{Code: code, Language: ServerLanguage, Version: ServerVersion, flatExt: make([]extField, 0, fields), Body: body}
+}
+
 // NewResponse builds the response to c: same opaque and serialize type, so the
 // peer can match it and decode it the way it encoded its request.
 func (c *Command) NewResponse(code int32, remark string) *Command {
@@ -113,10 +119,10 @@ func (c *Command) Ext(key string) string {
 
 // SetExt sets one header field.
 func (c *Command) SetExt(key, value string) {
-	if c.Fields() == nil {
+	if c.ExtFields == nil && c.flatExt == nil {
 		c.ExtFields = make(map[string]string, 8)
 	}
-	c.ExtFields[key] = value
+	c.Fields()[key] = value
 }
 
 // ExtInt64 parses a required integer header field, naming it in the error.

@@ -11,8 +11,9 @@ import (
 // thousands of sends a second the map built for that one read (its allocations and hashing)
 // cost about a tenth of the leader's CPU. So a server can name the request codes whose
 // extFields stay a flat list in wire order (ServerConfig.FlatExtCodes), and a client can keep
-// its responses' flat (ClientConfig.FlatExtResponses). Such a command has a nil ExtFields until
-// something asks for the map: Ext, ExtInt64, ExtSeq and the rest read the list, and Fields
+// its responses' flat (ClientConfig.FlatExtResponses); a command being built can be given
+// fields with AppendExt the same way. Such a command has a nil ExtFields until something asks
+// for the map: Ext, ExtInt64, ExtSeq and the rest read the list, Encode writes it, and Fields
 // builds the map (and keeps it) for code that wants one. Code that handles those codes reads
 // fields through these methods, never through ExtFields directly.
 
@@ -40,11 +41,51 @@ func (r flatRule) keeps(c *Command) bool {
 	return slices.Contains(r.codes, c.Code)
 }
 
+// AppendExt adds a field to a command being built, in the flat list while the command has no
+// map: an answer or request whose fields are written once and encoded (the send path's answer,
+// a load generator's requests) costs no map. A key already in the list is not replaced: both
+// are sent and the peer keeps the later, as it does a repeated JSON key (SetExt replaces). On a
+// command that has its map already it sets the map.
+func (c *Command) AppendExt(key, value string) {
+	if c.ExtFields != nil {
+		c.ExtFields[key] = value
+		return
+	}
+	if c.flatExt == nil {
+		c.flatExt = make([]extField, 0, 8)
+	}
+	c.flatExt = append(c.flatExt, extField{key: key, value: value})
+}
+
+// extCount is how many fields the command would encode.
+func (c *Command) extCount() int { return len(c.flatExt) + len(c.ExtFields) }
+
+// wireExt yields the fields as Encode writes them: the flat list as it is (a repeated key
+// repeated: the peer keeps the last, as a map would), then the map, whose values win.
+func (c *Command) wireExt() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for _, f := range c.flatExt {
+			if !yield(f.key, f.value) {
+				return
+			}
+		}
+		for k, v := range c.ExtFields {
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
 // Fields returns the extFields map, building it first for a command kept flat (and keeping it:
-// later reads and changes go to the map). Code that may see such a command and wants the map
-// calls Fields rather than reading ExtFields.
+// later reads and changes go to the map), or an empty one for a command without fields: the
+// map to read or change. Code that may see a flat command and wants the map calls Fields
+// rather than reading ExtFields (a signer above all, whose signature must cover every field).
 func (c *Command) Fields() map[string]string {
 	if c.flatExt == nil {
+		if c.ExtFields == nil {
+			c.ExtFields = map[string]string{}
+		}
 		return c.ExtFields
 	}
 	m := make(map[string]string, len(c.flatExt)+len(c.ExtFields))

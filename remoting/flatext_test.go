@@ -158,3 +158,42 @@ func TestFlatExtOverConnections(t *testing.T) {
 		t.Fatalf("response %+v", resp)
 	}
 }
+
+// A command built flat (NewFlatRequest, AppendExt) is encoded without a map, a repeated key
+// reaching the peer as its later value; Fields gives a signer the whole map to add to, and an
+// empty one for a command without fields.
+func TestAppendExtEncodes(t *testing.T) {
+	for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+		c := NewFlatRequest(310, 2, []byte("body"))
+		c.SerializeType = st
+		c.AppendExt("a", "1")
+		c.AppendExt("b", "2")
+		c.AppendExt("a", "3")
+		if c.ExtFields != nil || c.Ext("a") != "3" {
+			t.Fatalf("built flat: map %v, a=%q", c.ExtFields, c.Ext("a"))
+		}
+		frame, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Decode(frame[4:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]string{"a": "3", "b": "2"}; !maps.Equal(got.ExtFields, want) || string(got.Body) != "body" {
+			t.Fatalf("serialize type %d: decoded %v %q, want %v", st, got.ExtFields, got.Body, want)
+		}
+		m := c.Fields()
+		m["Signature"] = "s"
+		if c.Ext("Signature") != "s" || c.Ext("b") != "2" || len(c.ExtFields) != 3 {
+			t.Fatalf("after Fields: %v", c.ExtFields)
+		}
+		c.AppendExt("c", "4") // with a map, it sets the map
+		if c.ExtFields["c"] != "4" {
+			t.Fatalf("AppendExt after Fields: %v", c.ExtFields)
+		}
+	}
+	if m := (&Command{}).Fields(); m == nil {
+		t.Fatal("Fields of a command without fields is nil")
+	}
+}
