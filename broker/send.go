@@ -403,6 +403,9 @@ func (s *sender) msgIDs(results []storage.AppendResult) string {
 // SEND_BATCH_MESSAGE. The fields are read as the server kept them, flat
 // (handlers.go), without a map.
 func parseSendHeader(req *remoting.Command, h *protocol.SendMessageRequestHeader) error {
-	v2 := req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2
-	return h.FromFields(req.ExtSeq(), v2)
+	f := protocol.NewSendHeaderFields(req.Code == remoting.SendMessageV2 || req.Code == remoting.SendBatchMessage || req.Code == remoting.SendReplyMessageV2)
+	for k, v := range req.ExtSeq() {
+		f.Set(k, v)
+	}
+	return f.Header(h)
 }

@@ -23,18 +23,23 @@ type Header interface {
 	FromExt(ext map[string]string) error
 }
 
-// extReader reads typed fields from extFields and keeps the first error. lookup, when set,
-// replaces the map (a header read from values it gathered itself).
+// extReader reads typed fields from extFields and keeps the first error. With fromSend, send
+// replaces the map: a send header's fields gathered one by one (SendHeaderFields), in the
+// naming form. send is a copy, not a pointer: the reader's error is returned, and a pointer
+// beside it would make the gathered fields escape to the heap.
 type extReader struct {
-	ext    map[string]string
-	lookup func(key string) (string, bool)
-	err    error
+	ext      map[string]string
+	send     sendHeaderValues
+	form     int
+	fromSend bool
+	err      error
 }
 
 // find returns a field and whether it is present.
 func (r *extReader) find(key string) (string, bool) {
-	if r.lookup != nil {
-		return r.lookup(key)
+	if r.fromSend {
+		i := sendHeaderIndex(key, r.form)
+		return r.send.vals[i], r.send.present&(1<<i) != 0
 	}
 	v, ok := r.ext[key]
 	return v, ok

@@ -2,8 +2,6 @@ package protocol
 
 // Broker request headers for producing and pulling (§2.4, §2.5).
 
-import "iter"
-
 // SendMessageRequestHeader is the header of SEND_MESSAGE (10) and SEND_REPLY_MESSAGE (324) with
 // long field names, and of SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320, always V2) and
 // SEND_REPLY_MESSAGE_V2 (325) with the single-letter names a..n of SendMessageRequestHeaderV2.
@@ -74,22 +72,34 @@ func (h *SendMessageRequestHeader) fromExt(ext map[string]string, form int) erro
 	return h.fromValues(&v, form)
 }
 
-// FromFields is FromExt (v2 false) or FromExtV2 (v2 true) taking the fields one by one, as a
-// request whose extFields were kept flat yields them (remoting.Command.ExtSeq): the send path
+// SendHeaderFields gathers a send header's fields one at a time, as a request whose extFields
+// were kept flat yields them (remoting.Command.ExtSeq), for Header to convert: the send path
 // reads a header per message, and a map built for that one read cost more than the rest of it.
 // Unknown keys are ignored; a key given twice counts once, its last value.
-func (h *SendMessageRequestHeader) FromFields(fields iter.Seq2[string, string], v2 bool) error {
-	form := 0
+type SendHeaderFields struct {
+	v    sendHeaderValues
+	form int
+}
+
+// NewSendHeaderFields starts a header in the long (SEND_MESSAGE) or the single-letter (v2)
+// naming.
+func NewSendHeaderFields(v2 bool) SendHeaderFields {
 	if v2 {
-		form = 1
+		return SendHeaderFields{form: 1}
 	}
-	var v sendHeaderValues
-	for k, s := range fields {
-		if i := sendHeaderIndex(k, form); i >= 0 {
-			v.set(i, s)
-		}
+	return SendHeaderFields{}
+}
+
+// Set takes one field.
+func (f *SendHeaderFields) Set(key, value string) {
+	if i := sendHeaderIndex(key, f.form); i >= 0 {
+		f.v.set(i, value)
 	}
-	return h.fromValues(&v, form)
+}
+
+// Header converts the fields into h with FromExt's rules and errors.
+func (f *SendHeaderFields) Header(h *SendMessageRequestHeader) error {
+	return h.fromValues(&f.v, f.form)
 }
 
 // sendHeaderValues holds a send header's fields as sent, by sendHeaderKeys index.
@@ -122,10 +132,7 @@ func sendHeaderIndex(key string, form int) int {
 // fromValues converts the fields, with FromExt's rules and errors.
 func (h *SendMessageRequestHeader) fromValues(v *sendHeaderValues, form int) error {
 	k := func(i int) string { return sendHeaderKeys[i][form] }
-	r := extReader{lookup: func(key string) (string, bool) {
-		i := sendHeaderIndex(key, form)
-		return v.vals[i], v.present&(1<<i) != 0
-	}}
+	r := extReader{send: *v, form: form, fromSend: true}
 	*h = SendMessageRequestHeader{
 		ProducerGroup:         r.str(k(0), true),
 		Topic:                 r.str(k(1), true),

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"errors"
-	"iter"
 	"maps"
 	"reflect"
 	"slices"
@@ -53,19 +52,17 @@ func TestSendHeaderGoClientV2(t *testing.T) {
 	}
 }
 
-// FromFields reads the same header from fields one by one (the flat form a broker decodes
-// sends in) as FromExt and FromExtV2 from a map, errors included; unknown keys are ignored and
-// a repeated key counts once, its last value.
-func TestSendHeaderFromFields(t *testing.T) {
+// SendHeaderFields reads the same header from fields one by one (the flat form a broker
+// decodes sends in) as FromExt and FromExtV2 from a map, errors included; unknown keys are
+// ignored and a repeated key counts once, its last value.
+func TestSendHeaderFields(t *testing.T) {
 	h := sampleSend()
-	seq := func(pairs ...string) iter.Seq2[string, string] {
-		return func(yield func(string, string) bool) {
-			for i := 0; i+1 < len(pairs); i += 2 {
-				if !yield(pairs[i], pairs[i+1]) {
-					return
-				}
-			}
+	read := func(h *SendMessageRequestHeader, v2 bool, pairs ...string) error {
+		f := NewSendHeaderFields(v2)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			f.Set(pairs[i], pairs[i+1])
 		}
+		return f.Header(h)
 	}
 	flatten := func(m map[string]string) []string {
 		var out []string
@@ -77,7 +74,7 @@ func TestSendHeaderFromFields(t *testing.T) {
 	for form, ext := range []map[string]string{h.ToExt(), h.ToExtV2()} {
 		var got SendMessageRequestHeader
 		pairs := append([]string{"queueId", "99", "e", "99", "zz", "unknown"}, flatten(ext)...) // overridden later
-		if err := got.FromFields(seq(pairs...), form == 1); err != nil || !reflect.DeepEqual(&got, h) {
+		if err := read(&got, form == 1, pairs...); err != nil || !reflect.DeepEqual(&got, h) {
 			t.Fatalf("form %d: %+v %v", form, got, err)
 		}
 	}
@@ -87,10 +84,30 @@ func TestSendHeaderFromFields(t *testing.T) {
 	} {
 		var fromMap, fromFields SendMessageRequestHeader
 		want := fromMap.FromExtV2(bad)
-		got := fromFields.FromFields(seq(flatten(bad)...), true)
+		got := read(&fromFields, true, flatten(bad)...)
 		if want == nil || got == nil || got.Error() != want.Error() {
-			t.Fatalf("FromFields error %v, FromExtV2 %v", got, want)
+			t.Fatalf("SendHeaderFields error %v, FromExtV2 %v", got, want)
 		}
+	}
+}
+
+// Reading a plain send's header (no maxReconsumeTimes, whose value is a pointer) allocates
+// nothing: the send path reads one per message.
+func TestSendHeaderFieldsAllocations(t *testing.T) {
+	pairs := []string{"a", "PG", "b", "T", "c", "TBW102", "d", "4", "e", "1", "f", "0", "g", "1700000000123", "h", "0",
+		"i", "WAIT\x01true\x02", "j", "0", "k", "false", "m", "false"}
+	var h SendMessageRequestHeader
+	n := testing.AllocsPerRun(100, func() {
+		f := NewSendHeaderFields(true)
+		for i := 0; i < len(pairs); i += 2 {
+			f.Set(pairs[i], pairs[i+1])
+		}
+		if err := f.Header(&h); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 || h.BornTimestamp != 1700000000123 {
+		t.Fatalf("%v allocations, header %+v", n, h)
 	}
 }
 
