@@ -38,13 +38,12 @@ type CommitLog interface {
 	Append(ctx context.Context, records [][]byte) ([]storage.AppendResult, error)
 }
 
-// asyncCommitLog is a CommitLog that can also hand an append's outcome to a callback instead of
+// asyncCommitLog is a CommitLog that can also hand an append's outcome to its caller instead of
 // a waiting goroutine (DLedger mode: the Raft batcher answers all sends of an entry from the one
-// goroutine that saw it commit). then runs exactly once and must not block. Records still
-// waiting to be proposed at deadline are dropped and answered context.DeadlineExceeded. scans,
-// when not nil, is the send plan's read of the records' properties (sendPlan.scans).
+// goroutine that saw it commit): AppendCall returns at once and c.done hears the outcome exactly
+// once (appendcall.go).
 type asyncCommitLog interface {
-	AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error))
+	AppendCall(c *appendCall)
 }
 
 // Broker is one broker process's serving state.

@@ -97,22 +97,18 @@ func (t timedCommitLog) Append(ctx context.Context, records [][]byte) ([]storage
 	return res, err
 }
 
-// AppendFunc times the asynchronous append as Append times the synchronous one.
-func (t timedCommitLog) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error)) {
+// AppendCall times the asynchronous append as Append times the synchronous one; over a commit
+// log that only appends synchronously it appends and answers before returning.
+func (t timedCommitLog) AppendCall(c *appendCall) {
 	a, ok := t.CommitLog.(asyncCommitLog)
 	if !ok {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), c.deadline)
 		defer cancel()
-		then(t.Append(ctx, records))
+		c.done.appended(t.Append(ctx, c.records))
 		return
 	}
-	start := time.Now()
-	a.AppendFunc(deadline, records, scans, received, func(res []storage.AppendResult, err error) {
-		if err == nil {
-			t.h.ObserveDuration(time.Since(start))
-		}
-		then(res, err)
-	})
+	c.timer, c.start = t.h, time.Now()
+	a.AppendCall(c)
 }
 
 // isSystem is RocketMQ's is_system label: a system topic or a system consumer group.

@@ -103,12 +103,34 @@ func TestMetricsTimedCommitLog(t *testing.T) {
 	if _, err := raft.timed(appendLog{err: errors.New("lost leadership")}).Append(context.Background(), nil); err == nil {
 		t.Fatal("the error was lost")
 	}
-	done := make(chan error, 1)
-	timed.(asyncCommitLog).AppendFunc(time.Now().Add(time.Second), nil, nil, 0, func(_ []storage.AppendResult, err error) { done <- err })
-	if err := <-done; err != nil {
+	appendCallOf := func(log CommitLog) error {
+		done := make(chan error, 1)
+		log.(asyncCommitLog).AppendCall(&appendCall{deadline: time.Now().Add(time.Second),
+			done: appendDoneFunc(func(_ []storage.AppendResult, err error) { done <- err })})
+		return <-done
+	}
+	if err := appendCallOf(timed); err != nil { // over a synchronous log
 		t.Fatal(err)
 	}
-	if n := h.Count(); n != 2 {
-		t.Fatalf("%d appends timed, want 2 (the failed one left out)", n)
+	if err := appendCallOf(raft.timed(asyncAppendLog{})); err != nil {
+		t.Fatal(err)
+	}
+	if err := appendCallOf(raft.timed(asyncAppendLog{appendLog{err: errors.New("lost leadership")}})); err == nil {
+		t.Fatal("the asynchronous error was lost")
+	}
+	if n := h.Count(); n != 3 {
+		t.Fatalf("%d appends timed, want 3 (the failed ones left out)", n)
 	}
 }
+
+// asyncAppendLog answers AppendCall through the call, as the Raft group does.
+type asyncAppendLog struct{ appendLog }
+
+func (a asyncAppendLog) AppendCall(c *appendCall) {
+	c.finish(a.Append(context.Background(), c.records))
+}
+
+// appendDoneFunc lets a test's function hear an appendCall.
+type appendDoneFunc func([]storage.AppendResult, error)
+
+func (f appendDoneFunc) appended(res []storage.AppendResult, err error) { f(res, err) }

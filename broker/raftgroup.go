@@ -35,6 +35,8 @@ type proposal struct {
 	entry []byte
 	// trace is the send's trace when sendTraceEnable is set (package sendtrace), else nil.
 	trace *sendtrace.Trace
+	// call is the appendCall holding this proposal (AppendCall), nil for Append's.
+	call *appendCall
 }
 
 // raftGroup is DLedger mode's replicated CommitLog: the broker's Raft node, the state machine
@@ -191,6 +193,7 @@ func openRaftGroup(cfg *config.Broker, sc storage.Config, tables fsm.MetaApplier
 		maxBytes = min(maxBytes, int(sc.MappedFileSizeCommitLog/2))
 	}
 	codec := appendCodec(scans)
+	codec.Done = rg.proposalDone
 	if cfg.SendTraceEnable {
 		codec.Trace = func(p *proposal) *sendtrace.Trace { return p.trace }
 	}
@@ -229,7 +232,7 @@ func appendCodec(scans *fsm.LeaderScans) dledger.BatchCodec[*proposal, []storage
 
 // encodeProposals encodes items as one messages entry (fsm.EncodeMessages) and, when some item
 // carries reads of its properties, Puts them in scans under that entry and marks those items
-// with it, so each Drops it once answered (raftGroup.AppendFunc). The entry's bytes are not
+// with it, so each Drops it once answered (raftGroup.proposalDone). The entry's bytes are not
 // changed by this: only this node's apply of this very entry can find them.
 func encodeProposals(items []*proposal, scans *fsm.LeaderScans) []byte {
 	appends := make([][][]byte, len(items))
@@ -278,32 +281,35 @@ func (rg *raftGroup) Append(ctx context.Context, records [][]byte) ([]storage.Ap
 	return checkAppend(records, res, err)
 }
 
-// AppendFunc is Append with the outcome handed to then (see asyncCommitLog). scans, when not
+// AppendCall is Append with the outcome handed to c.done (see asyncCommitLog). c.scans, when not
 // nil, is the send path's read of the records' properties (one per record): this node's apply
 // of the entry uses it (fsm.LeaderScans) and it is forgotten once the send has its outcome.
-// received is when the send request was decoded (a sendtrace stamp): with sendTraceEnable the
-// send's trace starts there and ends once then has answered it.
-func (rg *raftGroup) AppendFunc(deadline time.Time, records [][]byte, scans []storage.Scanned, received int64, then func([]storage.AppendResult, error)) {
-	if err := rg.checkSpace(records); err != nil {
-		then(nil, err)
+// c.received is when the send request was decoded (a sendtrace stamp): with sendTraceEnable the
+// send's trace starts there and ends once c.done has answered it.
+func (rg *raftGroup) AppendCall(c *appendCall) {
+	if err := rg.checkSpace(c.records); err != nil {
+		c.finish(nil, err)
 		return
 	}
-	p := &proposal{records: records, scans: scans}
-	if rg.sends != nil && received != 0 {
-		p.trace = &sendtrace.Trace{}
-		p.trace.At[sendtrace.Received] = received
+	c.call = c
+	if rg.sends != nil && c.received != 0 {
+		c.trace = &sendtrace.Trace{}
+		c.trace.At[sendtrace.Received] = c.received
 	}
-	rg.batcher.SubmitFunc(deadline, p, func(res []storage.AppendResult, err error) {
-		// The batcher answers an item once: after its entry's outcome (applied here, which took
-		// the reads, or failed), or without having put it in an entry (p.entry nil). Should a
-		// failed entry still be applied here later, that apply reads the records itself.
-		rg.scans.Drop(p.entry)
-		then(checkAppend(records, res, err))
-		if err == nil && p.trace != nil {
-			p.trace.Mark(sendtrace.Responded)
-			rg.sends.Add(p.trace)
-		}
-	})
+	rg.batcher.SubmitItem(c.deadline, &c.proposal)
+}
+
+// proposalDone answers an AppendCall's proposal (the batcher's codec Done). The batcher answers
+// an item once: after its entry's outcome (applied here, which took the reads, or failed), or
+// without having put it in an entry (p.entry nil). Should a failed entry still be applied here
+// later, that apply reads the records itself.
+func (rg *raftGroup) proposalDone(p *proposal, res []storage.AppendResult, err error) {
+	rg.scans.Drop(p.entry)
+	p.call.finish(checkAppend(p.records, res, err))
+	if err == nil && p.trace != nil {
+		p.trace.Mark(sendtrace.Responded)
+		rg.sends.Add(p.trace)
+	}
 }
 
 // checkAppend wraps a batcher outcome's error and checks it has a result per record.

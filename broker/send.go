@@ -186,16 +186,10 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 		return s.finishSend(inf, results, err)
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
-	// handler goroutine parked per send.
-	answer := conn.Defer(req)
-	alog.AppendFunc(now.Add(sendTimeout), records, p.scans(batch), received, func(results []storage.AppendResult, err error) {
-		finish := func() *remoting.Command { return s.finishSend(inf, results, err) }
-		if errors.Is(err, dledger.ErrNotLeader) {
-			go answer.Answer(finish) // forwards to the new leader: may wait
-			return
-		}
-		answer.Answer(finish)
-	})
+	// handler goroutine parked per send (sendInFlight.appended).
+	inf.s, inf.answer = s, conn.Defer(req)
+	inf.call = appendCall{proposal: proposal{records: records, scans: p.scans(batch)}, deadline: now.Add(sendTimeout), received: received, done: inf}
+	alog.AppendCall(&inf.call)
 	return nil
 }
 
@@ -208,6 +202,28 @@ type sendInFlight struct {
 	records     [][]byte
 	one         [1][]byte // backs records for a single message
 	respQueueID int32
+
+	// DLedger mode: the append in flight, and its outcome for the deferred answer.
+	s       *sender
+	call    appendCall
+	answer  *remoting.Deferred
+	results []storage.AppendResult
+	err     error
+}
+
+// appended answers the send once its append has an outcome (appendDone).
+func (inf *sendInFlight) appended(results []storage.AppendResult, err error) {
+	inf.results, inf.err = results, err
+	if errors.Is(err, dledger.ErrNotLeader) {
+		go inf.answer.AnswerWith(inf) // forwards to the new leader: may wait
+		return
+	}
+	inf.answer.AnswerWith(inf)
+}
+
+// Respond is the send's answer (remoting.Responder): built on the goroutine that answers.
+func (inf *sendInFlight) Respond() *remoting.Command {
+	return inf.s.finishSend(inf, inf.results, inf.err)
 }
 
 // finishSend turns an append's outcome into the send's answer.

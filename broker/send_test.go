@@ -62,12 +62,11 @@ func (c *sendTestLog) stored(t *testing.T) []*message.Message {
 	return out
 }
 
-// asyncSendTestLog adds AppendFunc, which makes the sender take the DLedger path.
+// asyncSendTestLog adds AppendCall, which makes the sender take the DLedger path.
 type asyncSendTestLog struct{ sendTestLog }
 
-func (c *asyncSendTestLog) AppendFunc(_ time.Time, records [][]byte, _ []storage.Scanned, _ int64, then func([]storage.AppendResult, error)) {
-	res, err := c.Append(context.Background(), records)
-	then(res, err)
+func (c *asyncSendTestLog) AppendCall(call *appendCall) {
+	call.finish(c.Append(context.Background(), call.records))
 }
 
 // sendTestPlace is a node's place with the answers a test sets. The methods a test does not expect

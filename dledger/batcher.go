@@ -56,6 +56,9 @@ type BatchCodec[T, R any] struct {
 	// milestones it sees and, once the entry has its outcome, copies in the entry's own
 	// (package sendtrace) before answering the item.
 	Trace func(item T) *sendtrace.Trace
+	// Done answers the items submitted with SubmitItem, as SubmitFunc's callback would: an item
+	// that knows who waits for it (a send in flight) needs no closure per submission.
+	Done func(item T, r R, err error)
 }
 
 // BatchOptions bounds the entries a Batcher builds. Zero values take the DefaultBatch* constants.
@@ -103,21 +106,26 @@ type pending[T, R any] struct {
 	taken     bool // moved into an entry (guarded by Batcher.mu)
 	cancelled bool // caller gave up before it was taken (guarded by Batcher.mu)
 
-	// Exactly one of done (Submit) and then (SubmitFunc) is set. An item leaves the queue once,
-	// under Batcher.mu (taken, expired or failed at close), so it is finished once.
+	// Exactly one of done (Submit), then (SubmitFunc) and answer (SubmitItem: the codec's
+	// Done) is set. An item leaves the queue once, under Batcher.mu (taken, expired or failed
+	// at close), so it is finished once.
 	done     chan Result[R]
 	then     func(R, error)
-	deadline time.Time // SubmitFunc: drop the item if it is still queued then
+	answer   func(T, R, error)
+	deadline time.Time // SubmitFunc, SubmitItem: drop the item if it is still queued then
 	trace    *sendtrace.Trace
 }
 
 // finish delivers the item's result to its caller.
 func (p *pending[T, R]) finish(r Result[R]) {
-	if p.then == nil {
+	switch {
+	case p.then != nil:
+		p.then(r.Value, r.Err)
+	case p.answer != nil:
+		p.answer(p.item, r.Value, r.Err)
+	default:
 		p.done <- r
-		return
 	}
-	p.then(r.Value, r.Err)
 }
 
 // NewBatcher starts a batcher applying through node. Close it before shutting the node down.
@@ -181,6 +189,16 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
 // deadline instead of a context spares a timer per item.
 func (b *Batcher[T, R]) SubmitFunc(deadline time.Time, item T, then func(R, error)) {
 	p := &pending[T, R]{item: item, size: b.codec.Size(item), then: then, deadline: deadline}
+	if !b.enqueue(p) {
+		p.finish(Result[R]{Err: ErrShutdown})
+	}
+}
+
+// SubmitItem is SubmitFunc answering through the codec's Done instead of a callback given per
+// item, with the same rules (deadline, exactly once, on which goroutine). The codec must have
+// Done.
+func (b *Batcher[T, R]) SubmitItem(deadline time.Time, item T) {
+	p := &pending[T, R]{item: item, size: b.codec.Size(item), answer: b.codec.Done, deadline: deadline}
 	if !b.enqueue(p) {
 		p.finish(Result[R]{Err: ErrShutdown})
 	}

@@ -234,6 +234,44 @@ func TestBatcherSubmitFunc(t *testing.T) {
 	}
 }
 
+// SubmitItem answers each item once through the codec's Done, and ErrShutdown after close.
+func TestBatcherSubmitItem(t *testing.T) {
+	c := newCluster(t, 3, nil, nil)
+	lead := c.leader(electionBound)
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	codec := testCodec
+	codec.Done = func(item string, r string, err error) {
+		defer wg.Done()
+		if item == "late" && !errors.Is(err, ErrShutdown) || item != "late" && (err != nil || r != "ok:"+item) {
+			t.Errorf("item %s answered %q, %v", item, r, err)
+		}
+		mu.Lock()
+		got[item]++
+		mu.Unlock()
+	}
+	b := NewBatcher(lead, codec, BatchOptions{})
+	const n = 200
+	wg.Add(n)
+	for i := range n {
+		b.SubmitItem(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i))
+	}
+	wg.Wait()
+	wg.Add(1)
+	b.Close()
+	b.SubmitItem(time.Time{}, "late")
+	wg.Wait()
+	for item, k := range got {
+		if k != 1 {
+			t.Fatalf("%s answered %d times", item, k)
+		}
+	}
+	if len(got) != n+1 {
+		t.Fatalf("%d of %d items answered", len(got), n+1)
+	}
+}
+
 // An item whose deadline passes while it waits for a slot (the entry ahead cannot commit: the
 // followers are gone) is answered DeadlineExceeded then, not when the entry ahead fails; the
 // stuck entry's item is answered once leadership is lost.

@@ -682,7 +682,22 @@ func (c *Conn) Defer(req *Command) *Deferred {
 // Answer sends what f returns as the deferred request's response (nothing for a oneway request
 // or a nil result). A panic in f is answered SYSTEM_ERROR and logged, as a handler's is.
 func (d *Deferred) Answer(f func() *Command) {
-	if resp := d.c.safely(d.req, f); resp != nil {
+	d.send(d.c.safely(d.req, f))
+}
+
+// Responder builds a deferred request's response: a request's in-flight state that answers
+// itself (Deferred.AnswerWith) needs no closure per answer.
+type Responder interface {
+	Respond() *Command
+}
+
+// AnswerWith is Answer with r.Respond building the response.
+func (d *Deferred) AnswerWith(r Responder) {
+	d.send(d.c.safelyRespond(d.req, r))
+}
+
+func (d *Deferred) send(resp *Command) {
+	if resp != nil {
 		d.c.answer(d.req, resp, d.start, false)
 	} else {
 		d.c.finish(d.req.size)
@@ -707,11 +722,20 @@ func (c *Conn) handle(req *Command) *Command {
 // safely runs f, which serves req, turning a panic into a SYSTEM_ERROR answer and a log line so
 // one bad request cannot take the server down.
 func (c *Conn) safely(req *Command, f func() *Command) (resp *Command) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.logger.Error("handler panicked", "code", req.Code, "remote", c.RemoteAddr(), "panic", r)
-			resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
-		}
-	}()
+	defer c.recoverAnswer(req, &resp)
 	return f()
+}
+
+// safelyRespond is safely with a Responder.
+func (c *Conn) safelyRespond(req *Command, r Responder) (resp *Command) {
+	defer c.recoverAnswer(req, &resp)
+	return r.Respond()
+}
+
+// recoverAnswer, deferred, turns a panic serving req into its SYSTEM_ERROR answer in *resp.
+func (c *Conn) recoverAnswer(req *Command, resp **Command) {
+	if r := recover(); r != nil {
+		c.logger.Error("handler panicked", "code", req.Code, "remote", c.RemoteAddr(), "panic", r)
+		*resp = req.NewResponse(SystemError, fmt.Sprintf("internal error serving request code %d: %v", req.Code, r))
+	}
 }

@@ -2,8 +2,10 @@ package remoting
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,4 +219,49 @@ func writeRaw(t *testing.T, addr string, reqs []*Command) net.Conn {
 		t.Fatal(err)
 	}
 	return nc
+}
+
+// panicResponder's Respond panics, as a buggy handler's completion might.
+type panicResponder struct{}
+
+func (panicResponder) Respond() *Command { panic("boom") }
+
+// okResponder answers SUCCESS with a field.
+type okResponder struct{ req *Command }
+
+func (r okResponder) Respond() *Command {
+	resp := r.req.NewResponse(Success, "")
+	resp.AppendExt("k", "v")
+	return resp
+}
+
+// AnswerWith answers a deferred request with what its Responder builds, and a panic there with
+// SYSTEM_ERROR, as Answer does.
+func TestDeferredAnswerWith(t *testing.T) {
+	s := NewServer(ServerConfig{Addr: "127.0.0.1:0"})
+	s.Handle(SendMessageV2, func(c *Conn, req *Command) *Command {
+		d := c.Defer(req)
+		if req.Ext("panic") != "" {
+			go d.AnswerWith(panicResponder{})
+		} else {
+			go d.AnswerWith(okResponder{req})
+		}
+		return nil
+	})
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, s.Addr(), NewRequest(SendMessageV2, nil, nil))
+	if err != nil || resp.Code != Success || resp.Ext("k") != "v" {
+		t.Fatalf("answer %+v, %v", resp, err)
+	}
+	resp, err = cl.Invoke(ctx, s.Addr(), NewRequest(SendMessageV2, map[string]string{"panic": "1"}, nil))
+	if err != nil || resp.Code != SystemError || !strings.Contains(resp.Remark, "boom") {
+		t.Fatalf("panicking responder answered %+v, %v", resp, err)
+	}
 }

@@ -1,0 +1,43 @@
+package broker
+
+import (
+	"time"
+
+	"rocketraft/metrics"
+	"rocketraft/storage"
+)
+
+// appendCall is one asynchronous append (asyncCommitLog): the records, what this node learns
+// with them, and who hears the outcome. The caller embeds it in its own in-flight state and each
+// commit log on the way sets the fields it needs on it, rather than wrapping the callback in a
+// closure of its own: a send in flight is one object of the sender's plus the batcher's slot,
+// where the callbacks and proposal were six more (an allocation costs about 0.8 % of a leader's
+// CPU at 2048 sends in flight).
+type appendCall struct {
+	// proposal is what the Raft batcher takes (raftgroup.go); its records and scans (the send
+	// plan's read of their properties, or nil) are the caller's.
+	proposal
+	// deadline drops the records if they still wait to be proposed then
+	// (context.DeadlineExceeded).
+	deadline time.Time
+	// received is when the send request was decoded (a sendtrace stamp; 0: not traced).
+	received int64
+	// done hears the outcome exactly once, and must not block.
+	done appendDone
+	// timer is timedCommitLog's histogram (nil: not timed), start when the append began.
+	timer *metrics.Histogram
+	start time.Time
+}
+
+// appendDone is who waits for an appendCall.
+type appendDone interface {
+	appended(results []storage.AppendResult, err error)
+}
+
+// finish hands the outcome on, timing a successful append first.
+func (c *appendCall) finish(results []storage.AppendResult, err error) {
+	if c.timer != nil && err == nil {
+		c.timer.ObserveDuration(time.Since(c.start))
+	}
+	c.done.appended(results, err)
+}
