@@ -187,7 +187,8 @@ func (s *sender) handleSend(conn *remoting.Conn, req *remoting.Command) *remotin
 	}
 	// DLedger mode: the answer leaves from the goroutine that saw the entry commit, not from a
 	// handler goroutine parked per send (sendInFlight.appended).
-	inf.s, inf.answer = s, conn.Defer(req)
+	inf.s = s
+	conn.DeferAt(&inf.answer, req)
 	inf.call = appendCall{proposal: proposal{records: records, scans: p.scans(batch)}, deadline: now.Add(sendTimeout), received: received, done: inf}
 	alog.AppendCall(&inf.call)
 	return nil
@@ -206,7 +207,7 @@ type sendInFlight struct {
 	// DLedger mode: the append in flight, and its outcome for the deferred answer.
 	s       *sender
 	call    appendCall
-	answer  *remoting.Deferred
+	answer  remoting.Deferred
 	results []storage.AppendResult
 	err     error
 }
@@ -251,9 +252,17 @@ func (s *sender) finishSend(inf *sendInFlight, results []storage.AppendResult, e
 		resp.Code, resp.Remark = code, remark
 	}
 	s.stats.recordSend(h.Topic, p, inf.records)
-	resp.AppendExt("msgId", s.msgIDs(results))
-	resp.AppendExt("queueId", strconv.FormatInt(int64(inf.respQueueID), 10))
-	resp.AppendExt("queueOffset", strconv.FormatInt(results[0].QueueOffset, 10))
+	// The three values share one string: the message ids, the queue id, the queue offset.
+	var buf [96]byte
+	b := s.appendMsgIDs(buf[:0], results)
+	idEnd := len(b)
+	b = strconv.AppendInt(b, int64(inf.respQueueID), 10)
+	qidEnd := len(b)
+	b = strconv.AppendInt(b, results[0].QueueOffset, 10)
+	vals := string(b)
+	resp.AppendExt("msgId", vals[:idEnd])
+	resp.AppendExt("queueId", vals[idEnd:qidEnd])
+	resp.AppendExt("queueOffset", vals[qidEnd:])
 	return resp
 }
 
@@ -365,8 +374,8 @@ func (s *sender) encodeSend(dst [][]byte, bornHost netip.AddrPort, h *protocol.S
 	if !batch {
 		m.Flag = h.Flag
 		m.Body = body
-		m.Properties = s.withCluster(p.props, p.known.Has&message.KnownCluster != 0)
-		rec, err := message.EncodeRecord(m)
+		m.Properties = p.props
+		rec, err := s.encodeWithCluster(m, p.known.Has&message.KnownCluster != 0)
 		if err != nil {
 			return nil, fmt.Errorf("encode message: %w", err)
 		}
@@ -390,8 +399,8 @@ func (s *sender) encodeSend(dst [][]byte, bornHost netip.AddrPort, h *protocol.S
 		}
 		m.Flag = e.Flag
 		m.Body = e.Body
-		m.Properties = s.withCluster(e.Properties, k.Has&message.KnownCluster != 0)
-		rec, err := message.EncodeRecord(m)
+		m.Properties = e.Properties
+		rec, err := s.encodeWithCluster(m, k.Has&message.KnownCluster != 0)
 		if err != nil {
 			return nil, fmt.Errorf("encode batch message: %w", err)
 		}
@@ -400,18 +409,16 @@ func (s *sender) encodeSend(dst [][]byte, bornHost netip.AddrPort, h *protocol.S
 	return records, nil
 }
 
-func (s *sender) msgIDs(results []storage.AppendResult) string {
-	if len(results) == 1 {
-		return message.OffsetMsgID(s.storeHost(), results[0].PhysicalOffset)
-	}
-	b := make([]byte, 0, 57*len(results))
+// appendMsgIDs appends the answer's msgId: the offset message id of each stored record, comma
+// separated for a batch, as RocketMQ's broker answers.
+func (s *sender) appendMsgIDs(dst []byte, results []storage.AppendResult) []byte {
 	for i, r := range results {
 		if i > 0 {
-			b = append(b, ',')
+			dst = append(dst, ',')
 		}
-		b = message.AppendOffsetMsgID(b, s.storeHost(), r.PhysicalOffset)
+		dst = message.AppendOffsetMsgID(dst, s.storeHost(), r.PhysicalOffset)
 	}
-	return string(b)
+	return dst
 }
 
 // parseSendHeader reads the send header in the naming its code uses: long

@@ -242,6 +242,16 @@ func (p *sendPlan) toDLQTarget(dlq string) {
 	p.topic, p.queueID, p.toDLQ = dlq, 0, true
 }
 
+// encodeWithCluster encodes m's record with CLUSTER=<brokerClusterName> added to its properties
+// unless has (the scan found one), as withCluster adds it to a properties string: the send path
+// has the record encoder add it, copying the properties once.
+func (s *sender) encodeWithCluster(m *message.Message, has bool) ([]byte, error) {
+	if has {
+		return message.EncodeRecord(m)
+	}
+	return message.EncodeRecordAdding(m, message.PropertyCluster, s.cfg.BrokerClusterName)
+}
+
 // withCluster adds CLUSTER=<brokerClusterName> to props unless has (the plan's scan found one),
 // as RocketMQ brokers do; an existing CLUSTER is kept.
 func (s *sender) withCluster(props string, has bool) string {

@@ -206,6 +206,33 @@ func TestJavaHashes(t *testing.T) {
 	}
 }
 
+// EncodeRecordAdding writes the record EncodeRecord writes with the property appended to the
+// properties string, a separator put in where they lack a trailing one.
+func TestEncodeRecordAdding(t *testing.T) {
+	for _, props := range []string{"", "TAGS\x01a\x02", "TAGS\x01a"} {
+		m := &Message{Topic: "T", QueueID: 1, Body: []byte("body"), Properties: props,
+			BornHost: netip.MustParseAddrPort("10.0.0.1:5"), StoreHost: netip.MustParseAddrPort("[2001:db8::1]:10911")}
+		got, err := EncodeRecordAdding(m, PropertyCluster, "C1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := props
+		if joined != "" && !strings.HasSuffix(joined, "\x02") {
+			joined += "\x02"
+		}
+		m2 := *m
+		m2.Properties = joined + "CLUSTER\x01C1\x02"
+		want, err := EncodeRecord(&m2)
+		if err != nil || !bytes.Equal(got, want) || cap(got) != len(got) {
+			t.Fatalf("props %q: record %x (cap %d), want %x (%v)", props, got, cap(got), want, err)
+		}
+	}
+	long := &Message{Topic: "T", Properties: strings.Repeat("x", MaxPropertiesLength-5)}
+	if _, err := EncodeRecordAdding(long, PropertyCluster, "C1"); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("properties over the limit once added: %v", err)
+	}
+}
+
 func TestOffsetMsgID(t *testing.T) {
 	host := netip.MustParseAddrPort("192.168.0.1:10911")
 	if id := OffsetMsgID(host, 0); id != "C0A8000100002A9F0000000000000000" {

@@ -83,12 +83,15 @@ func hostLen(a netip.AddrPort) int {
 }
 
 // RecordSize returns the encoded size of m, the length EncodeRecord will produce.
-func RecordSize(m *Message) int {
+func RecordSize(m *Message) int { return recordSize(m, len(m.Properties)) }
+
+// recordSize is RecordSize with the properties propsLen bytes long.
+func recordSize(m *Message, propsLen int) int {
 	tl := 1
 	if len(m.Topic) > MaxV1TopicLength {
 		tl = 2
 	}
-	return 72 + hostLen(m.BornHost) + hostLen(m.StoreHost) + len(m.Body) + tl + len(m.Topic) + 2 + len(m.Properties)
+	return 72 + hostLen(m.BornHost) + hostLen(m.StoreHost) + len(m.Body) + tl + len(m.Topic) + 2 + propsLen
 }
 
 // EncodeRecord encodes m in stored layout: it computes TOTALSIZE and BODYCRC, sets the IPv6
@@ -97,17 +100,48 @@ func EncodeRecord(m *Message) ([]byte, error) {
 	return AppendRecord(make([]byte, 0, RecordSize(m)), m)
 }
 
+// EncodeRecordAdding is EncodeRecord with the property name=value added after m's (with a
+// separator between where m's do not end with one): a broker stamping a property on every
+// message it stores (CLUSTER) copies the properties once, into the record, rather than into a
+// longer string first.
+func EncodeRecordAdding(m *Message, name, value string) ([]byte, error) {
+	add := addedProperty{name: name, value: value, sep: m.Properties != "" && m.Properties[len(m.Properties)-1] != PropertySeparator}
+	return appendRecord(make([]byte, 0, recordSize(m, len(m.Properties)+add.size())), m, add)
+}
+
+// addedProperty is a property EncodeRecordAdding writes after a message's own.
+type addedProperty struct {
+	name, value string
+	sep         bool // a separator first: the message's properties do not end with one
+}
+
+func (a addedProperty) size() int {
+	if a.name == "" {
+		return 0
+	}
+	n := len(a.name) + 1 + len(a.value) + 1
+	if a.sep {
+		n++
+	}
+	return n
+}
+
 // AppendRecord is EncodeRecord appending to dst, so a batch can be encoded into one buffer.
 func AppendRecord(dst []byte, m *Message) ([]byte, error) {
+	return appendRecord(dst, m, addedProperty{})
+}
+
+func appendRecord(dst []byte, m *Message, add addedProperty) ([]byte, error) {
+	propsLen := len(m.Properties) + add.size()
 	switch {
 	case m.Topic == "":
 		return dst, fmt.Errorf("encode record: empty topic: %w", ErrMalformed)
 	case len(m.Topic) > MaxTopicLength:
 		return dst, fmt.Errorf("encode record: topic is %d bytes, limit %d: %w", len(m.Topic), MaxTopicLength, ErrMalformed)
-	case len(m.Properties) > MaxPropertiesLength:
-		return dst, fmt.Errorf("encode record: properties are %d bytes, limit %d: %w", len(m.Properties), MaxPropertiesLength, ErrMalformed)
+	case propsLen > MaxPropertiesLength:
+		return dst, fmt.Errorf("encode record: properties are %d bytes, limit %d: %w", propsLen, MaxPropertiesLength, ErrMalformed)
 	}
-	size := RecordSize(m)
+	size := recordSize(m, propsLen)
 	if int64(size) > 1<<31-1 {
 		return dst, fmt.Errorf("encode record: %d bytes: %w", size, ErrMalformed)
 	}
@@ -145,8 +179,17 @@ func AppendRecord(dst []byte, m *Message) ([]byte, error) {
 		dst = be.AppendUint16(dst, uint16(len(m.Topic)))
 	}
 	dst = append(dst, m.Topic...)
-	dst = be.AppendUint16(dst, uint16(len(m.Properties)))
+	dst = be.AppendUint16(dst, uint16(propsLen))
 	dst = append(dst, m.Properties...)
+	if add.name != "" {
+		if add.sep {
+			dst = append(dst, PropertySeparator)
+		}
+		dst = append(dst, add.name...)
+		dst = append(dst, NameValueSeparator)
+		dst = append(dst, add.value...)
+		dst = append(dst, PropertySeparator)
+	}
 	return dst, nil
 }
 

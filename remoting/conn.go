@@ -671,12 +671,19 @@ type Deferred struct {
 // goroutine. Unlike Reply, Answer fills in the response's opaque, flag and serialize type and
 // reports the request to ServerConfig.OnRequest with the time until the answer.
 func (c *Conn) Defer(req *Command) *Deferred {
+	d := &Deferred{}
+	c.DeferAt(d, req)
+	return d
+}
+
+// DeferAt is Defer with the caller's Deferred: a request's in-flight state that holds it spares
+// an allocation per request.
+func (c *Conn) DeferAt(d *Deferred, req *Command) {
 	req.deferred = true
-	d := &Deferred{c: c, req: req}
+	*d = Deferred{c: c, req: req}
 	if c.onRequest != nil {
 		d.start = req.ReceivedOrNow()
 	}
-	return d
 }
 
 // Answer sends what f returns as the deferred request's response (nothing for a oneway request
