@@ -87,20 +87,24 @@ func DecodeMessages(data []byte) ([][][]byte, error) {
 		return nil, fmt.Errorf("%w: bad append count", ErrMalformedEntry)
 	}
 	appends := make([][][]byte, na)
+	// Every append's records are slices of one list, sized for a record per append (a send of
+	// one message): an entry costs two allocations, not one per send. A batch send grows the
+	// list; the appends before keep the old backing array, which holds the same slices.
+	all := make([][]byte, 0, na)
 	for i := range appends {
 		nr, ok := u32()
 		if !ok || nr > len(p)/4 {
 			return nil, fmt.Errorf("%w: append %d: bad record count", ErrMalformedEntry, i)
 		}
-		recs := make([][]byte, nr)
-		for j := range recs {
+		start := len(all)
+		for j := range nr {
 			n, ok := u32()
 			if !ok || n > len(p) {
 				return nil, fmt.Errorf("%w: append %d record %d: bad length", ErrMalformedEntry, i, j)
 			}
-			recs[j], p = p[:n:n], p[n:]
+			all, p = append(all, p[:n:n]), p[n:]
 		}
-		appends[i] = recs
+		appends[i] = all[start:len(all):len(all)]
 	}
 	if len(p) != 0 {
 		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformedEntry, len(p))

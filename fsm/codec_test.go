@@ -24,6 +24,15 @@ func TestMessagesRoundTrip(t *testing.T) {
 			t.Fatalf("%q: %q %v", odd, got, err)
 		}
 	}
+	// An entry of sends of one message each decodes in two allocations, whatever its size.
+	singles := make([][][]byte, 100)
+	for i := range singles {
+		singles[i] = [][]byte{[]byte("record")}
+	}
+	entry := EncodeMessages(singles)
+	if n := testing.AllocsPerRun(20, func() { _, _ = DecodeMessages(entry) }); n != 2 {
+		t.Fatalf("decoding 100 single-record appends allocates %v times, want 2", n)
+	}
 	for _, bad := range [][]byte{nil, {KindMessages}, b[:len(b)-1], append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0)} {
 		if _, err := DecodeMessages(bad); !errors.Is(err, ErrMalformedEntry) {
 			t.Fatalf("%x: %v", bad, err)
