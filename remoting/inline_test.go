@@ -238,20 +238,17 @@ func (r okResponder) Respond() *Command {
 // AnswerWith answers a deferred request with what its Responder builds, and a panic there with
 // SYSTEM_ERROR, as Answer does.
 func TestDeferredAnswerWith(t *testing.T) {
-	s := NewServer(ServerConfig{Addr: "127.0.0.1:0"})
-	s.Handle(SendMessageV2, func(c *Conn, req *Command) *Command {
-		d := c.Defer(req)
-		if req.Ext("panic") != "" {
-			go d.AnswerWith(panicResponder{})
-		} else {
-			go d.AnswerWith(okResponder{req})
-		}
-		return nil
+	s := startServer(t, func(s *Server) {
+		s.Handle(SendMessageV2, func(c *Conn, req *Command) *Command {
+			d := c.Defer(req)
+			if req.Ext("panic") != "" {
+				go d.AnswerWith(panicResponder{})
+			} else {
+				go d.AnswerWith(okResponder{req})
+			}
+			return nil
+		})
 	})
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	cl := NewClient(ClientConfig{})
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
