@@ -23,6 +23,9 @@ import (
 // (a batch send's records stay one item, so they stay contiguous), one result per item.
 type appendBatcher = dledger.Batcher[*proposal, []storage.AppendResult]
 
+// appendSlot is that batcher's record of one queued proposal, kept in its appendCall.
+type appendSlot = dledger.Slot[*proposal, []storage.AppendResult]
+
 // proposal is one send's records on their way into a Raft entry, with what the send path
 // already read of their properties (nil: nothing), which reaches this node's own apply of the
 // entry through fsm.LeaderScans and never the entry itself.
@@ -296,7 +299,7 @@ func (rg *raftGroup) AppendCall(c *appendCall) {
 		c.trace = &sendtrace.Trace{}
 		c.trace.At[sendtrace.Received] = c.received
 	}
-	rg.batcher.SubmitItem(c.deadline, &c.proposal)
+	rg.batcher.SubmitSlot(c.deadline, &c.proposal, &c.slot)
 }
 
 // proposalDone answers an AppendCall's proposal (the batcher's codec Done). The batcher answers

@@ -198,9 +198,19 @@ func (b *Batcher[T, R]) SubmitFunc(deadline time.Time, item T, then func(R, erro
 // item, with the same rules (deadline, exactly once, on which goroutine). The codec must have
 // Done.
 func (b *Batcher[T, R]) SubmitItem(deadline time.Time, item T) {
-	p := &pending[T, R]{item: item, size: b.codec.Size(item), answer: b.codec.Done, deadline: deadline}
-	if !b.enqueue(p) {
-		p.finish(Result[R]{Err: ErrShutdown})
+	b.SubmitSlot(deadline, item, new(Slot[T, R]))
+}
+
+// Slot is the batcher's record of one item submitted with SubmitSlot. A caller that keeps it in
+// the item's own in-flight state spares the allocation SubmitItem makes per item. A Slot serves
+// one submission: the batcher holds it until the item is answered.
+type Slot[T, R any] struct{ p pending[T, R] }
+
+// SubmitSlot is SubmitItem with the item's record in s.
+func (b *Batcher[T, R]) SubmitSlot(deadline time.Time, item T, s *Slot[T, R]) {
+	s.p = pending[T, R]{item: item, size: b.codec.Size(item), answer: b.codec.Done, deadline: deadline}
+	if !b.enqueue(&s.p) {
+		s.p.finish(Result[R]{Err: ErrShutdown})
 	}
 }
 

@@ -234,7 +234,8 @@ func TestBatcherSubmitFunc(t *testing.T) {
 	}
 }
 
-// SubmitItem answers each item once through the codec's Done, and ErrShutdown after close.
+// SubmitItem and SubmitSlot answer each item once through the codec's Done, and ErrShutdown
+// after close.
 func TestBatcherSubmitItem(t *testing.T) {
 	c := newCluster(t, 3, nil, nil)
 	lead := c.leader(electionBound)
@@ -254,8 +255,13 @@ func TestBatcherSubmitItem(t *testing.T) {
 	b := NewBatcher(lead, codec, BatchOptions{})
 	const n = 200
 	wg.Add(n)
+	slots := make([]Slot[string, string], n) // half the items keep their record in their own slot
 	for i := range n {
-		b.SubmitItem(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i))
+		if i%2 == 0 {
+			b.SubmitItem(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i))
+		} else {
+			b.SubmitSlot(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i), &slots[i])
+		}
 	}
 	wg.Wait()
 	wg.Add(1)
