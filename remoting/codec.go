@@ -345,7 +345,7 @@ func encodeJSONHeader(b []byte, c *Command) []byte {
 	if c.extCount() > 0 {
 		b = append(b, `,"extFields":{`...)
 		first := true
-		for k, v := range c.wireExt() {
+		for k, v := range c.ExtSeq() {
 			if !first {
 				b = append(b, ',')
 			}
@@ -419,7 +419,7 @@ func encodeBinaryHeader(b []byte, c *Command) ([]byte, error) {
 	b = append(b, c.Remark...)
 	extLenAt := len(b)
 	b = append(b, 0, 0, 0, 0)
-	for k, v := range c.wireExt() {
+	for k, v := range c.ExtSeq() {
 		if k == "" || len(k) > 1<<15-1 {
 			continue
 		}

@@ -60,23 +60,6 @@ func (c *Command) AppendExt(key, value string) {
 // extCount is how many fields the command would encode.
 func (c *Command) extCount() int { return len(c.flatExt) + len(c.ExtFields) }
 
-// wireExt yields the fields as Encode writes them: the flat list as it is (a repeated key
-// repeated: the peer keeps the last, as a map would), then the map, whose values win.
-func (c *Command) wireExt() iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		for _, f := range c.flatExt {
-			if !yield(f.key, f.value) {
-				return
-			}
-		}
-		for k, v := range c.ExtFields {
-			if !yield(k, v) {
-				return
-			}
-		}
-	}
-}
-
 // Fields returns the extFields map, building it first for a command kept flat (and keeping it:
 // later reads and changes go to the map), or an empty one for a command without fields: the
 // map to read or change. Code that may see a flat command and wants the map calls Fields
@@ -99,55 +82,24 @@ func (c *Command) Fields() map[string]string {
 	return m
 }
 
-// ExtSeq yields every extFields entry once: in wire order for a command kept flat (a key the
-// peer repeated yields its last value only), in the map's order otherwise. A typed header
-// reads a request's fields from it without a map.
+// ExtSeq yields the extFields: a flat list in wire order, then the map (the fields set on a
+// flat command without Fields). A key can come more than once, a peer's repeated key or a map
+// entry over a flat one; its last value is the one meant, as a map keeps it, so a reader that
+// keeps the last value per key (a typed header) reads what Fields would hold. Encode writes
+// the fields in this order too.
 func (c *Command) ExtSeq() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		if c.flatExt == nil {
-			for k, v := range c.ExtFields {
-				if !yield(k, v) {
-					return
-				}
-			}
-			return
-		}
-		for i, f := range c.flatExt {
-			if c.repeatedLater(i) {
-				continue
-			}
-			if v, set := c.ExtFields[f.key]; set { // set directly on a flat command
-				f.value = v
-			}
+		for _, f := range c.flatExt {
 			if !yield(f.key, f.value) {
 				return
 			}
 		}
 		for k, v := range c.ExtFields {
-			if !c.inFlat(k) && !yield(k, v) {
+			if !yield(k, v) {
 				return
 			}
 		}
 	}
-}
-
-// repeatedLater reports whether flatExt[i]'s key comes again after it.
-func (c *Command) repeatedLater(i int) bool {
-	for _, f := range c.flatExt[i+1:] {
-		if f.key == c.flatExt[i].key {
-			return true
-		}
-	}
-	return false
-}
-
-func (c *Command) inFlat(key string) bool {
-	for _, f := range c.flatExt {
-		if f.key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // lookupExt returns one extFields entry and whether it is present, from the map or the list.
