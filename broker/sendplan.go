@@ -1,6 +1,6 @@
 package broker
 
-// A send is read once: newSendPlan scans the request's properties one time (message.ReadKnown)
+// A send is read once: sendPlan.read scans the request's properties one time (message.ReadKnown)
 // and sendPlan.classify decides from that what the message becomes. Everything after (the retry
 // policy, the half-message and delay rewrites, the cluster property, the replication wait, the
 // metrics) reads the plan instead of the properties string, and the request header stays as
@@ -70,14 +70,7 @@ type sendPlan struct {
 	scanned [1]storage.Scanned
 }
 
-// newSendPlan reads a send header: the one scan of its properties.
-func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
-	p := &sendPlan{}
-	p.read(h)
-	return p
-}
-
-// read sets p from a send header, as newSendPlan does, in place: the send path keeps its plan
+// read sets p from a send header: the one scan of its properties. The send path keeps its plan
 // inside the send's in-flight state.
 func (p *sendPlan) read(h *protocol.SendMessageRequestHeader) {
 	*p = sendPlan{

@@ -12,6 +12,13 @@ import (
 )
 
 // typeOfProps is the metrics type of a send carrying props.
+// newSendPlan is a plan read from h, as the send path reads its own in place.
+func newSendPlan(h *protocol.SendMessageRequestHeader) *sendPlan {
+	p := &sendPlan{}
+	p.read(h)
+	return p
+}
+
 func typeOfProps(props string) int {
 	k := message.ReadKnown(props)
 	return metricTypeOf(&k)

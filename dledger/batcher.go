@@ -56,8 +56,8 @@ type BatchCodec[T, R any] struct {
 	// milestones it sees and, once the entry has its outcome, copies in the entry's own
 	// (package sendtrace) before answering the item.
 	Trace func(item T) *sendtrace.Trace
-	// Done answers the items submitted with SubmitItem, as SubmitFunc's callback would: an item
-	// that knows who waits for it (a send in flight) needs no closure per submission.
+	// Done answers the items submitted with SubmitSlot: the item knows who waits for it (a send
+	// in flight), so no closure is made per submission.
 	Done func(item T, r R, err error)
 }
 
@@ -106,26 +106,22 @@ type pending[T, R any] struct {
 	taken     bool // moved into an entry (guarded by Batcher.mu)
 	cancelled bool // caller gave up before it was taken (guarded by Batcher.mu)
 
-	// Exactly one of done (Submit), then (SubmitFunc) and answer (SubmitItem: the codec's
-	// Done) is set. An item leaves the queue once, under Batcher.mu (taken, expired or failed
-	// at close), so it is finished once.
+	// Exactly one of done (Submit) and answer (SubmitSlot: the codec's Done) is set. An item
+	// leaves the queue once, under Batcher.mu (taken, expired or failed at close), so it is
+	// finished once.
 	done     chan Result[R]
-	then     func(R, error)
 	answer   func(T, R, error)
-	deadline time.Time // SubmitFunc, SubmitItem: drop the item if it is still queued then
+	deadline time.Time // SubmitSlot: drop the item if it is still queued then
 	trace    *sendtrace.Trace
 }
 
 // finish delivers the item's result to its caller.
 func (p *pending[T, R]) finish(r Result[R]) {
-	switch {
-	case p.then != nil:
-		p.then(r.Value, r.Err)
-	case p.answer != nil:
+	if p.answer != nil {
 		p.answer(p.item, r.Value, r.Err)
-	default:
-		p.done <- r
+		return
 	}
+	p.done <- r
 }
 
 // NewBatcher starts a batcher applying through node. Close it before shutting the node down.
@@ -178,35 +174,20 @@ func (b *Batcher[T, R]) Submit(ctx context.Context, item T) (R, error) {
 	}
 }
 
-// SubmitFunc is Submit without a waiting goroutine: it queues item and returns at once, and then
-// is called exactly once with what Submit would have returned. If the item is still queued at
-// deadline (every in-flight slot busy with entries that do not commit), it is dropped, never
-// applied, and answered context.DeadlineExceeded; once in an entry, its answer is the entry's
-// outcome, which Raft always delivers (commit, lost leadership, shutdown). then runs on the
-// goroutine that saw the entry's outcome (one call after another for the items of an entry), on
-// the batcher's goroutine (expired), or before SubmitFunc returns (batcher closed), so it must
-// not block: a server answers a request from it and moves on. A zero deadline never expires. A
-// deadline instead of a context spares a timer per item.
-func (b *Batcher[T, R]) SubmitFunc(deadline time.Time, item T, then func(R, error)) {
-	p := &pending[T, R]{item: item, size: b.codec.Size(item), then: then, deadline: deadline}
-	if !b.enqueue(p) {
-		p.finish(Result[R]{Err: ErrShutdown})
-	}
-}
-
-// SubmitItem is SubmitFunc answering through the codec's Done instead of a callback given per
-// item, with the same rules (deadline, exactly once, on which goroutine). The codec must have
-// Done.
-func (b *Batcher[T, R]) SubmitItem(deadline time.Time, item T) {
-	b.SubmitSlot(deadline, item, new(Slot[T, R]))
-}
-
-// Slot is the batcher's record of one item submitted with SubmitSlot. A caller that keeps it in
-// the item's own in-flight state spares the allocation SubmitItem makes per item. A Slot serves
-// one submission: the batcher holds it until the item is answered.
+// Slot is the batcher's record of one item submitted with SubmitSlot. The caller keeps it in the
+// item's own in-flight state, sparing an allocation per item. A Slot serves one submission: the
+// batcher holds it until the item is answered.
 type Slot[T, R any] struct{ p pending[T, R] }
 
-// SubmitSlot is SubmitItem with the item's record in s.
+// SubmitSlot is Submit without a waiting goroutine: it queues item, its record in s, and returns
+// at once, and the codec's Done is called exactly once with the item and what Submit would have
+// returned. If the item is still queued at deadline (every in-flight slot busy with entries that
+// do not commit), it is dropped, never applied, and answered context.DeadlineExceeded; once in
+// an entry, its answer is the entry's outcome, which Raft always delivers (commit, lost
+// leadership, shutdown). Done runs on the goroutine that saw the entry's outcome (one call after
+// another for the items of an entry), on the batcher's goroutine (expired), or before SubmitSlot
+// returns (batcher closed), so it must not block: a server answers a request from it and moves
+// on. A zero deadline never expires. A deadline instead of a context spares a timer per item.
 func (b *Batcher[T, R]) SubmitSlot(deadline time.Time, item T, s *Slot[T, R]) {
 	s.p = pending[T, R]{item: item, size: b.codec.Size(item), answer: b.codec.Done, deadline: deadline}
 	if !b.enqueue(&s.p) {

@@ -184,59 +184,9 @@ func TestBatcherContextCancelled(t *testing.T) {
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
-// SubmitFunc delivers each item's result to its callback exactly once, without a waiting
-// goroutine: results of concurrent items, and a closed batcher.
-func TestBatcherSubmitFunc(t *testing.T) {
-	c := newCluster(t, 3, nil, nil)
-	lead := c.leader(electionBound)
-	b := NewBatcher(lead, testCodec, BatchOptions{})
-	const n = 500
-	var mu sync.Mutex
-	got := map[string]int{}
-	var wg sync.WaitGroup
-	wg.Add(n)
-	for i := range n {
-		item := fmt.Sprintf("m%d", i)
-		b.SubmitFunc(time.Now().Add(time.Minute), item, func(r string, err error) {
-			defer wg.Done()
-			if err != nil || r != "ok:"+item {
-				t.Errorf("submit %s = %q, %v", item, r, err)
-			}
-			mu.Lock()
-			got[item]++
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	for item, k := range got {
-		if k != 1 {
-			t.Fatalf("%s answered %d times", item, k)
-		}
-	}
-	if len(got) != n {
-		t.Fatalf("%d of %d items answered", len(got), n)
-	}
-
-	done := make(chan error, 2)
-	b.Close()
-	b.SubmitFunc(time.Time{}, "late", func(_ string, err error) { done <- err })
-	if err := <-done; !errors.Is(err, ErrShutdown) {
-		t.Fatalf("submit after close: %v", err)
-	}
-	time.Sleep(50 * time.Millisecond)
-	if len(done) != 0 {
-		t.Fatalf("a callback ran twice: %v", <-done)
-	}
-	for _, e := range c.fsms[lead.ID()].(*testFSM).log() {
-		if strings.Contains(string(e), `"late"`) {
-			t.Fatalf("entry %s holds an item submitted after close", e)
-		}
-	}
-}
-
-// SubmitItem and SubmitSlot answer each item once through the codec's Done, and ErrShutdown
-// after close.
-func TestBatcherSubmitItem(t *testing.T) {
+// SubmitSlot answers each item exactly once through the codec's Done, without a waiting
+// goroutine: results of concurrent items, and a closed batcher (ErrShutdown, never in an entry).
+func TestBatcherSubmitSlot(t *testing.T) {
 	c := newCluster(t, 3, nil, nil)
 	lead := c.leader(electionBound)
 	var mu sync.Mutex
@@ -253,21 +203,20 @@ func TestBatcherSubmitItem(t *testing.T) {
 		mu.Unlock()
 	}
 	b := NewBatcher(lead, codec, BatchOptions{})
-	const n = 200
+	const n = 500
 	wg.Add(n)
-	slots := make([]Slot[string, string], n) // half the items keep their record in their own slot
+	slots := make([]Slot[string, string], n)
 	for i := range n {
-		if i%2 == 0 {
-			b.SubmitItem(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i))
-		} else {
-			b.SubmitSlot(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i), &slots[i])
-		}
+		b.SubmitSlot(time.Now().Add(time.Minute), fmt.Sprintf("m%d", i), &slots[i])
 	}
 	wg.Wait()
 	wg.Add(1)
 	b.Close()
-	b.SubmitItem(time.Time{}, "late")
+	b.SubmitSlot(time.Time{}, "late", new(Slot[string, string]))
 	wg.Wait()
+	time.Sleep(50 * time.Millisecond) // a second answer would land here
+	mu.Lock()
+	defer mu.Unlock()
 	for item, k := range got {
 		if k != 1 {
 			t.Fatalf("%s answered %d times", item, k)
@@ -276,12 +225,17 @@ func TestBatcherSubmitItem(t *testing.T) {
 	if len(got) != n+1 {
 		t.Fatalf("%d of %d items answered", len(got), n+1)
 	}
+	for _, e := range c.fsms[lead.ID()].(*testFSM).log() {
+		if strings.Contains(string(e), `"late"`) {
+			t.Fatalf("entry %s holds an item submitted after close", e)
+		}
+	}
 }
 
 // An item whose deadline passes while it waits for a slot (the entry ahead cannot commit: the
 // followers are gone) is answered DeadlineExceeded then, not when the entry ahead fails; the
 // stuck entry's item is answered once leadership is lost.
-func TestBatcherSubmitFuncDeadlineWhileQueued(t *testing.T) {
+func TestBatcherSubmitSlotDeadlineWhileQueued(t *testing.T) {
 	c := newCluster(t, 3, nil, nil)
 	lead := c.leader(electionBound)
 	for id := range c.nodes {
@@ -289,14 +243,22 @@ func TestBatcherSubmitFuncDeadlineWhileQueued(t *testing.T) {
 			c.stop(id)
 		}
 	}
-	b := NewBatcher(lead, testCodec, BatchOptions{MaxInFlight: 1})
+	stuck, queued := make(chan error, 2), make(chan error, 2)
+	codec := testCodec
+	codec.Done = func(item string, _ string, err error) {
+		if item == "stuck" {
+			stuck <- err
+		} else {
+			queued <- err
+		}
+	}
+	b := NewBatcher(lead, codec, BatchOptions{MaxInFlight: 1})
 	defer b.Close()
-	stuck := make(chan error, 2)
-	b.SubmitFunc(time.Time{}, "stuck", func(_ string, err error) { stuck <- err })
+	var slots [2]Slot[string, string]
+	b.SubmitSlot(time.Time{}, "stuck", &slots[0])
 	time.Sleep(20 * time.Millisecond) // "stuck" is taken into the one in-flight entry
-	queued := make(chan error, 2)
 	start := time.Now()
-	b.SubmitFunc(start.Add(100*time.Millisecond), "queued", func(_ string, err error) { queued <- err })
+	b.SubmitSlot(start.Add(100*time.Millisecond), "queued", &slots[1])
 	select {
 	case err := <-queued:
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 400*time.Millisecond {

@@ -56,8 +56,9 @@
 // the queue grows: that, not a timer, is the batching window, so an idle broker pays no linger.
 // Items are typed (Batcher[T, R]): the broker's item is one send (one or more encoded records) and
 // its result that send's AppendResults, so a batch send stays one unit end to end.
-// SubmitFunc is the same without a waiting goroutine: the caller's callback runs when the entry's
-// outcome is known, so a broker answers every send of an entry from the goroutine that awaited it.
+// SubmitSlot is the same without a waiting goroutine: the codec's Done answers each item when its
+// entry's outcome is known, so a broker answers every send of an entry from the goroutine that
+// awaited it, and the item's record lives in the send's own state.
 //
 // # The leader's own write
 //
