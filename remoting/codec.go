@@ -209,7 +209,7 @@ func decodeKeeping(frame []byte, keep flatRule) (*Command, error) {
 	case SerializeJSON:
 		c, err = decodeJSONHeaderKeeping(header, keep)
 	case SerializeRocketMQ:
-		c, err = decodeBinaryHeader(header)
+		c, err = decodeBinaryHeaderKeeping(header, keep)
 	default:
 		return nil, fmt.Errorf("unknown serialize type %d: %w", st, ErrBadHeader)
 	}
@@ -433,6 +433,14 @@ func encodeBinaryHeader(b []byte, c *Command) ([]byte, error) {
 }
 
 func decodeBinaryHeader(b []byte) (*Command, error) {
+	return decodeBinaryHeaderKeeping(b, flatRule{})
+}
+
+// decodeBinaryHeaderKeeping decodes a ROCKETMQ binary header, keeping the extFields of the
+// commands keep names flat (flatext.go) as the JSON decoder does. A flat command's keys and
+// values are substrings of one copy of the extFields bytes: a header costs three allocations
+// (command, list, string) whatever its field count.
+func decodeBinaryHeaderKeeping(b []byte, keep flatRule) (*Command, error) {
 	if len(b) < 21 {
 		return nil, fmt.Errorf("binary header of %d bytes is shorter than 21: %w", len(b), ErrBadHeader)
 	}
@@ -449,7 +457,9 @@ func decodeBinaryHeader(b []byte) (*Command, error) {
 	if rlen < 0 || rlen > len(b)-p-4 {
 		return nil, fmt.Errorf("remark length %d overruns the header: %w", rlen, ErrBadHeader)
 	}
-	c.Remark = string(b[p : p+rlen])
+	if rlen > 0 {
+		c.Remark = string(b[p : p+rlen])
+	}
 	p += rlen
 	elen := int(binary.BigEndian.Uint32(b[p:]))
 	p += 4
@@ -457,28 +467,39 @@ func decodeBinaryHeader(b []byte) (*Command, error) {
 		return nil, fmt.Errorf("ext length %d overruns the header: %w", elen, ErrBadHeader)
 	}
 	ext := b[p : p+elen]
-	c.ExtFields = map[string]string{}
-	for fields := 0; len(ext) > 0; fields++ {
+	flat := elen > 0 && keep.keeps(c)
+	var whole string
+	if flat {
+		whole = string(ext)
+		c.flatExt = make([]extField, 0, 16)
+	} else {
+		c.ExtFields = map[string]string{}
+	}
+	for i, fields := 0, 0; i < len(ext); fields++ {
 		if fields >= MaxExtFields {
 			return nil, fmt.Errorf("binary header has more than %d extFields: %w", MaxExtFields, ErrHeaderTooLarge)
 		}
-		if len(ext) < 2 {
+		if len(ext)-i < 2 {
 			return nil, fmt.Errorf("truncated ext key length: %w", ErrBadHeader)
 		}
-		kl := int(binary.BigEndian.Uint16(ext))
-		ext = ext[2:]
-		if kl > len(ext)-4 {
+		kl := int(binary.BigEndian.Uint16(ext[i:]))
+		i += 2
+		if kl > len(ext)-i-4 {
 			return nil, fmt.Errorf("ext key length %d overruns the header: %w", kl, ErrBadHeader)
 		}
-		k := string(ext[:kl])
-		ext = ext[kl:]
-		vl := int(binary.BigEndian.Uint32(ext))
-		ext = ext[4:]
-		if vl < 0 || vl > len(ext) {
+		k0 := i
+		i += kl
+		vl := int(binary.BigEndian.Uint32(ext[i:]))
+		i += 4
+		if vl < 0 || vl > len(ext)-i {
 			return nil, fmt.Errorf("ext value length %d overruns the header: %w", vl, ErrBadHeader)
 		}
-		c.ExtFields[k] = string(ext[:vl])
-		ext = ext[vl:]
+		if flat {
+			c.flatExt = append(c.flatExt, extField{key: whole[k0 : k0+kl], value: whole[i : i+vl]})
+		} else {
+			c.ExtFields[string(ext[k0:k0+kl])] = string(ext[i : i+vl])
+		}
+		i += vl
 	}
 	return c, nil
 }

@@ -196,3 +196,55 @@ func TestAppendExtEncodes(t *testing.T) {
 		t.Fatal("Fields of a command without fields is nil")
 	}
 }
+
+// A ROCKETMQ binary header of a code the rule names is kept flat as a JSON one is: the same
+// fields in wire order (a repeated key included, the later read as the value), the map built
+// only on request, three allocations whatever the field count; a code the rule does not name,
+// and a header without fields, get the map.
+func TestFlatExtBinaryHeader(t *testing.T) {
+	js, err := decodeJSONHeaderKeeping(sendV2Header, flatRule{codes: []int32{310}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	js.SerializeType = SerializeRocketMQ
+	frame, err := Encode(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := frame[8 : 8+int(uint32(frame[5])<<16|uint32(frame[6])<<8|uint32(frame[7]))]
+	rule := flatRule{codes: []int32{310}}
+	c, err := decodeBinaryHeaderKeeping(header, rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ExtFields != nil || !reflect.DeepEqual(c.flatExt, js.flatExt) || c.Code != 310 || c.Opaque != 7 || c.Language != "GO" {
+		t.Fatalf("binary flat decode %+v, want the JSON one's fields %v", c, js.flatExt)
+	}
+	if c.Ext("e") != "3" || c.Ext("i") != "WAIT\x01true\x02" {
+		t.Fatalf("Ext: e=%q i=%q", c.Ext("e"), c.Ext("i"))
+	}
+	asMap, err := decodeBinaryHeader(header)
+	if err != nil || asMap.flatExt != nil || !maps.Equal(asMap.ExtFields, c.Fields()) {
+		t.Fatalf("map decode %v (%v), flat one's map %v", asMap.ExtFields, err, c.Fields())
+	}
+	if n := testing.AllocsPerRun(100, func() { _, _ = decodeBinaryHeaderKeeping(header, rule) }); n > 3 {
+		t.Fatalf("flat binary decode allocates %v times, want at most 3", n)
+	}
+	other, err := decodeBinaryHeaderKeeping(header, flatRule{codes: []int32{11}})
+	if err != nil || other.flatExt != nil || other.ExtFields["e"] != "3" {
+		t.Fatalf("a code the rule does not name: flat %v, map %v, %v", other.flatExt, other.ExtFields, err)
+	}
+	empty, err := decodeBinaryHeaderKeeping(encodeBinaryHeaderOrFail(t, &Command{Code: 310}), rule)
+	if err != nil || empty.flatExt != nil || empty.ExtFields == nil {
+		t.Fatalf("no fields: %+v %v", empty, err)
+	}
+}
+
+func encodeBinaryHeaderOrFail(t *testing.T, c *Command) []byte {
+	t.Helper()
+	h, err := encodeBinaryHeader(nil, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}

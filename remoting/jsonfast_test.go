@@ -45,6 +45,20 @@ func BenchmarkFastJSONHeader(b *testing.B) {
 				}
 			}
 		})
+		bin, err := encodeBinaryHeader(nil, c.cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name+"-binary-flat", func(b *testing.B) { // the same command as a ROCKETMQ binary header
+			b.ReportAllocs()
+			b.SetBytes(int64(len(bin)))
+			keep := flatRule{codes: []int32{310}, responses: true}
+			for b.Loop() {
+				if _, err := decodeBinaryHeaderKeeping(bin, keep); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(c.name+"-checked", func(b *testing.B) { // with the field count check Decode runs first
 			b.ReportAllocs()
 			b.SetBytes(int64(len(h)))
