@@ -246,13 +246,24 @@ func TestProduceNative(t *testing.T) {
 	}
 	b := realBroker(t)
 	for _, tc := range []struct {
-		mode  string
-		batch int
+		mode      string
+		batch     int
+		serialize string  // request headers (ProduceConfig.Serialize)
+		rate      float64 // msg/s (ProduceConfig.Rate), 0: unpaced
 	}{
-		{ModeSync, 1}, {ModeSync, 4}, {ModeAsync, 1}, {ModeAsync, 16}, {ModeOneway, 1}, {ModeOneway, 5},
+		{ModeSync, 1, "", 0}, {ModeSync, 4, "", 0}, {ModeAsync, 1, "", 0}, {ModeAsync, 16, "", 0}, {ModeOneway, 1, "", 0}, {ModeOneway, 5, "", 0},
+		{ModeSync, 1, SerializeRocketMQ, 0}, {ModeAsync, 1, SerializeRocketMQ, 0}, {ModeAsync, 16, SerializeRocketMQ, 0},
+		{ModeAsync, 1, "", 6000},
 	} {
-		t.Run(fmt.Sprintf("%s-batch%d", tc.mode, tc.batch), func(t *testing.T) {
-			topic := uniqTopic(fmt.Sprintf("T_native_%s_%d", tc.mode, tc.batch))
+		name := fmt.Sprintf("%s-batch%d", tc.mode, tc.batch)
+		if tc.serialize != "" {
+			name += "-" + tc.serialize
+		}
+		if tc.rate > 0 {
+			name += fmt.Sprintf("-rate%.0f", tc.rate)
+		}
+		t.Run(name, func(t *testing.T) {
+			topic := uniqTopic("T_native_" + strings.ReplaceAll(name, "-", "_"))
 			const n = 3000
 			rounds := 2 // first auto-created, then existing
 			if tc.mode == ModeOneway {
@@ -261,7 +272,7 @@ func TestProduceNative(t *testing.T) {
 			for round := range rounds {
 				cfg := ProduceConfig{
 					Common: testCommon(b.nsAddr, topic), Mode: tc.mode, Size: 100, Concurrency: 32,
-					Batch: tc.batch, Messages: n, Tag: "TagN",
+					Batch: tc.batch, Messages: n, Tag: "TagN", Serialize: tc.serialize, Rate: tc.rate,
 				}
 				cfg.Client = ClientNative
 				cfg.Connections = 3
@@ -270,9 +281,15 @@ func TestProduceNative(t *testing.T) {
 					cfg.SlowLog = time.Nanosecond // every send is "slow": one line each
 				}
 				var out, errw bytes.Buffer
+				start := time.Now()
 				sum, err := RunProduce(context.Background(), cfg, &out, &errw)
 				if err != nil {
 					t.Fatalf("RunProduce: %v\n%s", err, errw.String())
+				}
+				// Paced, the run cannot be faster than its rate allows (a slow machine only
+				// makes it longer); the bound leaves Concurrency slots of slack.
+				if least := time.Duration(float64(n-cfg.Concurrency) / tc.rate * float64(time.Second)); tc.rate > 0 && time.Since(start) < least {
+					t.Errorf("%d messages at %.0f msg/s took %s, less than %s", n, tc.rate, time.Since(start), least)
 				}
 				if sum.TotalMsgs != n || sum.TotalErrors != 0 {
 					t.Fatalf("round %d: total msgs %d errors %d, want %d/0\n%s", round, sum.TotalMsgs, sum.TotalErrors, n, errw.String())

@@ -138,6 +138,9 @@ func (s *nativeSender) request(q nativeQueue, n int) (*remoting.Command, error) 
 	req.AppendExt("e", q.idStr)
 	req.AppendExt("g", strconv.FormatInt(time.Now().UnixMilli(), 10))
 	req.AppendExt("i", props)
+	if s.cfg.Serialize == SerializeRocketMQ {
+		req.SerializeType = remoting.SerializeRocketMQ
+	}
 	return req, nil
 }
 
@@ -148,6 +151,7 @@ type asyncSlot struct {
 	s      *nativeSender
 	qi     int
 	launch func()
+	paced  bool // the slot of the next send is reserved (--rate): launch sends it now
 }
 
 // sendOutcome turns a send's answer into nil (SEND_OK) or the error the run counts.
@@ -239,10 +243,13 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 		return &nativeSender{cfg: &cfg, body: body, ids: ids, seq: uint64(g) << 40, static: static, batchHead: batchHead,
 			single: single, batch: batch}
 	}
+	pace := newPacer(cfg.Rate)
 	if cfg.Mode == ModeAsync {
 		// Async: Concurrency requests in flight, each answer's callback recording it and
 		// sending the next request of its slot (a closed loop, as an asynchronous client
-		// runs), with no goroutine waiting per request.
+		// runs), with no goroutine waiting per request. With --rate a slot's next send
+		// starts at its reserved time, from a timer when that is still ahead: the run holds
+		// the rate with at most Concurrency in flight.
 		wg.Add(cfg.Concurrency)
 		for g := 0; g < cfg.Concurrency; g++ {
 			sl := &asyncSlot{cl: cls[g%len(cls)], s: newSender(g), qi: g % len(qs)}
@@ -251,6 +258,14 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 					wg.Done()
 					return
 				}
+				if pace != nil && !sl.paced {
+					if d := pace.reserve(cfg.Batch); d > 0 {
+						sl.paced = true
+						time.AfterFunc(d, sl.launch)
+						return
+					}
+				}
+				sl.paced = false
 				n := budget.take(cfg.Batch)
 				if n == 0 {
 					wg.Done()
@@ -302,7 +317,6 @@ func runNativeProduce(ctx context.Context, cfg ProduceConfig, ns []string, stdou
 			sl.launch()
 		}
 	}
-	pace := newPacer(cfg.Rate)
 	for g := 0; g < cfg.Concurrency && cfg.Mode != ModeAsync; g++ {
 		cl := cls[g%len(cls)]
 		s := newSender(g)

@@ -26,6 +26,17 @@ func newPacer(rate float64) *pacer {
 	return p
 }
 
+// reserve takes the slot of the caller's next n messages and returns how long until it comes
+// (<= 0: now). The asynchronous sender uses it to start a send later from a timer instead of
+// blocking a goroutine.
+func (p *pacer) reserve(n int) time.Duration {
+	if p == nil {
+		return 0
+	}
+	step := p.interval * int64(n)
+	return time.Until(time.Unix(0, p.next.Add(step)-step))
+}
+
 // wait blocks until the slot of the caller's next n messages has come and reports whether the
 // run is still going (false once stopped is set, checked at least every 100 ms).
 func (p *pacer) wait(n int, stopped *atomic.Bool) bool {
@@ -46,14 +57,15 @@ func (p *pacer) wait(n int, stopped *atomic.Bool) bool {
 	}
 }
 
-// validateRate checks --rate: pacing applies to the native client's blocking senders (sync and
-// oneway modes), whose goroutines each wait for their slot.
+// validateRate checks --rate: pacing applies to the native client, whose blocking senders (sync
+// and oneway modes) each wait for their slot and whose asynchronous slots (async mode) start
+// their next send at its slot, with at most --concurrency in flight.
 func (c *ProduceConfig) validateRate() error {
 	switch {
 	case c.Rate < 0:
 		return fmt.Errorf("rate must not be negative")
-	case c.Rate > 0 && (c.Client != ClientNative || c.Mode == ModeAsync):
-		return fmt.Errorf("--rate needs --client native and --mode sync or oneway")
+	case c.Rate > 0 && c.Client != ClientNative:
+		return fmt.Errorf("--rate needs --client native")
 	}
 	return nil
 }

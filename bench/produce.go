@@ -67,10 +67,19 @@ type ProduceConfig struct {
 	// server (reroute.go); 0 disables it. Async sends that fail so are
 	// counted as errors, but renew the route too.
 	RouteRetries int
-	// Rate, when > 0, paces the run at that many messages a second (native client, sync or
-	// oneway mode: pace.go).
+	// Rate, when > 0, paces the run at that many messages a second (native client: pace.go).
 	Rate float64
+	// Serialize is the native client's request header encoding: SerializeJSON (the default,
+	// what every client sends unless told otherwise) or SerializeRocketMQ, the binary header a
+	// Java client sends with rocketmq.serialize.type=ROCKETMQ (cheaper to write and read).
+	Serialize string
 }
+
+// Request header encodings of the native client (ProduceConfig.Serialize).
+const (
+	SerializeJSON     = "json"
+	SerializeRocketMQ = "rocketmq"
+)
 
 // lockedWriter serializes writes to w, for writers several goroutines share.
 type lockedWriter struct {
@@ -156,6 +165,15 @@ func (c *ProduceConfig) validate() error {
 	}
 	if err := c.validateRate(); err != nil {
 		return err
+	}
+	switch c.Serialize {
+	case "", SerializeJSON:
+	case SerializeRocketMQ:
+		if c.Client != ClientNative {
+			return fmt.Errorf("--serialize %s needs --client native", c.Serialize)
+		}
+	default:
+		return fmt.Errorf("unknown --serialize %q (want %s or %s)", c.Serialize, SerializeJSON, SerializeRocketMQ)
 	}
 	return c.validateClient()
 }

@@ -28,7 +28,8 @@
 # Env: DUR (20s), WARMUP (5s), PEAK_CONC (2048), CATCHUP_MB (1024), CONSUME_ROUNDS (2),
 #      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1,
 #      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog"),
-#      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency)
+#      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency),
+#      HEADERS (json: the producers' request header encoding, mqbench --serialize json|rocketmq)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${DUR:-20s}"
@@ -39,6 +40,9 @@ CONSUME_ROUNDS="${CONSUME_ROUNDS:-2}"
 RESTARTS="${RESTARTS:-2}"
 BP="${BASE_PORT:-26000}"
 BIN="${BIN:-./bin}"
+HEADERS="${HEADERS:-json}"
+SER=() # flags for a header encoding other than the default (a BIN older than --serialize runs JSON)
+[ "$HEADERS" = json ] || SER=(--serialize "$HEADERS")
 WORK="$(mktemp -d /tmp/rr-figures.XXXXXX)"
 NS="127.0.0.1:$((BP + 876))"
 TOPIC=BenchFigures
@@ -101,7 +105,7 @@ declare -A rssmax anonmax w0 w1
 L=$(leader)
 for i in 0 1 2; do rssmax[$i]=0; anonmax[$i]=0; w0[$i]=$(awk '/^write_bytes/{print $2}' "/proc/${bpid[$i]}/io"); done
 c0=$(cloff "$L")
-"$BIN"/mqbench produce --client native -n "$NS" -t "$TOPIC" --mode async -c "$PEAK_CONC" --producers 4 -s 1024 \
+"$BIN"/mqbench produce --client native ${SER[@]+"${SER[@]}"} -n "$NS" -t "$TOPIC" --mode async -c "$PEAK_CONC" --producers 4 -s 1024 \
 	-d "$DUR" --warmup "$WARMUP" -q --json >"$WORK/peak.json" 2>"$WORK/peak.err" &
 mp=$!
 while kill -0 "$mp" 2>/dev/null; do
@@ -144,7 +148,7 @@ half=$((PEAK / 2))
 	>"$WORK/e2e.json" 2>"$WORK/e2e.err" &
 cp=$!
 sleep 2
-"$BIN"/mqbench produce --client native -n "$NS" -t "$TOPIC" --mode sync -c 512 --producers 4 -s 1024 --rate "$half" \
+"$BIN"/mqbench produce --client native ${SER[@]+"${SER[@]}"} -n "$NS" -t "$TOPIC" --mode sync -c 512 --producers 4 -s 1024 --rate "$half" \
 	-d "$DUR" --warmup "$WARMUP" -q --json >"$WORK/half.json" 2>"$WORK/half.err" || true
 wait "$cp" || true
 fig "end-to-end at half of the peak (--rate $half): sent $(jr msgs_per_sec <"$WORK/half.json") msg/s (send p50 $(jf p50_ms <"$WORK/half.json") ms, p99 $(jf p99_ms <"$WORK/half.json") ms); consumed $(jr msgs_per_sec <"$WORK/e2e.json") msg/s, end-to-end p50 $(jf p50_ms <"$WORK/e2e.json") ms, p99 $(jf p99_ms <"$WORK/e2e.json") ms, p999 $(jf p999_ms <"$WORK/e2e.json") ms"
@@ -176,7 +180,7 @@ for _ in 1 2 3 4 5; do
 	L=$(leader)
 	left=$((CATCHUP_MB * 1048576 - ($(cloff "$L") - fb)))
 	[ "$left" -le 0 ] && break
-	"$BIN"/mqbench produce --client native -n "$NS" -t "$TOPIC" --mode async -c "$PEAK_CONC" --producers 4 -s 1024 \
+	"$BIN"/mqbench produce --client native ${SER[@]+"${SER[@]}"} -n "$NS" -t "$TOPIC" --mode async -c "$PEAK_CONC" --producers 4 -s 1024 \
 		--messages $((left / 1200 + 1000)) -d 0 --warmup 0s -q --json >"$WORK/fill.json" 2>"$WORK/fill.err" || true
 	sent=$((sent + $(jr total_msgs <"$WORK/fill.json")))
 	rate+="$(jr msgs_per_sec <"$WORK/fill.json") "

@@ -23,7 +23,10 @@
 #      lone sync producer runs), PEER_BIN (bin/peer), NATS_SERVER_VERSION (v2.15.2),
 #      NATS_CLI_VERSION (v0.5.1), BASE_PORT (25400: NATS ports; ours BASE_PORT+1000), KEEP=1,
 #      STORES ("wal commitlog": ours once per Raft log store after each NATS run, alternated; unset:
-#      once, as configured)
+#      once, as configured), HEADERS (json: the request header encoding of our client, mqbench
+#      --serialize; "json rocketmq" runs ours once with each, alternated, after each NATS run: JSON
+#      is what every client sends by default and the Go client's only encoding, the ROCKETMQ
+#      binary header a Java client's option)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-2}"
@@ -34,6 +37,7 @@ RATE_GUESS="${NATS_RATE_GUESS:-8000}"
 CLIENTS="${NATS_CLIENTS:-4}"
 SYNC_MSGS="${SYNC_MSGS:-5000}"
 SYNC="${SYNC:-1}"
+HEADERS="${HEADERS:-json}"
 PEER_BIN="${PEER_BIN:-$PWD/bin/peer}"
 NATS_SERVER_VERSION="${NATS_SERVER_VERSION:-v2.15.2}"
 NATS_CLI_VERSION="${NATS_CLI_VERSION:-v0.5.1}"
@@ -120,12 +124,15 @@ nats_run() {
 	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
-# ours_run NAME ENV...: one scripts/cpubench.sh R3 run; prints its line and leaves msg/s in $rate.
+# ours_run NAME HEADERS ENV...: one scripts/cpubench.sh R3 run with the client's request headers
+# in HEADERS (json or rocketmq); prints its line and leaves msg/s in $rate.
 ours_run() {
-	local name=$1 l out
-	shift
+	local name=$1 hdr=$2 l out
+	shift 2
 	l=$(load)
-	out=$(env "$@" DUR="$DUR" WARMUP="$WARMUP" BASE_PORT=$((BP + 1000)) scripts/cpubench.sh R3 2>&1) || true
+	local ser=()
+	[ "$hdr" = json ] || ser=(--serialize "$hdr")
+	out=$(env "$@" DUR="$DUR" WARMUP="$WARMUP" BASE_PORT=$((BP + 1000)) scripts/cpubench.sh R3 ${ser[@]+"${ser[@]}"} 2>&1) || true
 	echo "$out" >"$WORK/$name.out"
 	rate=$(echo "$out" | grep -oE '"msgs_per_sec": *[0-9.]+' | grep -oE '[0-9.]+$' | cut -d. -f1)
 	printf "== %-40s %8s msg/s  [%s]  load %s\n" "$name" "${rate:-?}" \
@@ -133,6 +140,18 @@ ours_run() {
 	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
+# variants: each store of STORES with each header encoding of HEADERS, as "store/headers".
+variants() {
+	local st h
+	for st in ${STORES:-default}; do for h in $HEADERS; do echo "$st/$h"; done; done
+}
+# variant_label STORE/HEADERS: how a run of ours is named ("" for the default store, JSON headers).
+variant_label() {
+	local st=${1%/*} h=${1#*/} lbl=""
+	[ "$st" = default ] || lbl=" $st"
+	[ "$h" = json ] || lbl+=" $h-headers"
+	echo "$lbl"
+}
 # store_flags STORE: the broker flags that run ours on Raft log store STORE ("default": as is).
 store_flags() { if [ "$1" = default ]; then echo "${BROKER_FLAGS:-}"; else echo "${BROKER_FLAGS:-} --dLegerLogStore $1"; fi; }
 ratio() { awk -v b="$2" -v a="$1" 'BEGIN {if (a > 0) printf "%.2fx", b / a; else print "n/a"}'; }
@@ -145,9 +164,9 @@ for r in $(seq "$ROUNDS"); do
 		nats_run "A$r NATS async, $c in flight" async --clients "$CLIENTS" --batch $((c / CLIENTS)) --msgs $((${guess[$c]:-$RATE_GUESS} * secs))
 		a=$rate
 		[ "${rate:-0}" -gt 0 ] && guess[$c]=$rate
-		for st in ${STORES:-default}; do
-			lbl=""; [ "$st" = default ] || lbl=" $st"
-			ours_run "B$r ours$lbl async, $c in flight" MODE=async CONC="$c" PRODUCERS=4 "BROKER_FLAGS=$(store_flags "$st")"
+		for v in $(variants); do
+			lbl=$(variant_label "$v")
+			ours_run "B$r ours$lbl async, $c in flight" "${v#*/}" MODE=async CONC="$c" PRODUCERS=4 "BROKER_FLAGS=$(store_flags "${v%/*}")"
 			summary+=("round $r, $c in flight: NATS $a, ours$lbl $rate msg/s: $(ratio "$a" "$rate")")
 			echo "   ratio ours$lbl/NATS: $(ratio "$a" "$rate")"
 		done
@@ -155,9 +174,9 @@ for r in $(seq "$ROUNDS"); do
 	if [ "$SYNC" = 1 ]; then
 		nats_run "A$r NATS lone sync producer" sync --clients 1 --msgs "$SYNC_MSGS"
 		a=$rate
-		for st in ${STORES:-default}; do
-			lbl=""; [ "$st" = default ] || lbl=" $st"
-			ours_run "B$r ours$lbl lone sync producer" MODE=sync CONC=1 PRODUCERS=1 "BROKER_FLAGS=$(store_flags "$st")"
+		for v in $(variants); do
+			lbl=$(variant_label "$v")
+			ours_run "B$r ours$lbl lone sync producer" "${v#*/}" MODE=sync CONC=1 PRODUCERS=1 "BROKER_FLAGS=$(store_flags "${v%/*}")"
 			summary+=("round $r, lone sync producer: NATS $a, ours$lbl $rate msg/s: $(ratio "$a" "$rate")")
 			echo "   ratio ours$lbl/NATS: $(ratio "$a" "$rate")"
 		done
