@@ -2,7 +2,7 @@ package remoting
 
 import (
 	"errors"
-	"strconv"
+	"math"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -136,6 +136,7 @@ func fastJSONHeaderKeeping(b []byte, fields int, keep flatRule) (*Command, error
 type jsonParser struct {
 	b      []byte
 	i      int
+	esc    int // the first backslash of the last string rawStr found escaped
 	fields int // fields in b at every depth, estimated, 0 if unknown: a size hint for extFields
 }
 
@@ -183,7 +184,11 @@ func (p *jsonParser) int32() (int32, bool) {
 		p.i++
 	}
 	digits := p.i
+	var n int64 // accumulated as scanned: no strconv pass over the digits again
 	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		if n <= math.MaxInt32+1 { // past that the number is out of range whatever follows
+			n = n*10 + int64(p.b[p.i]-'0')
+		}
 		p.i++
 	}
 	if p.i == digits || (p.b[digits] == '0' && p.i-digits > 1) {
@@ -192,8 +197,13 @@ func (p *jsonParser) int32() (int32, bool) {
 	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 32)
-	return int32(n), err == nil
+	if p.b[start] == '-' {
+		n = -n
+	}
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 // str parses a JSON string; invalid UTF-8 and control characters are left to
@@ -207,47 +217,85 @@ func (p *jsonParser) str() (string, bool) {
 	if !plain {
 		p.i = start
 		p.ws()
-		p.i++ // decode it again, escapes and all
-		return p.strEscaped(p.i, len(raw))
+		content := p.i + 1
+		p.i = p.esc // decode it from its first escape; the plain run before it is copied whole
+		return p.strEscaped(content, len(raw))
 	}
 	return string(raw), true
 }
 
 // rawStr parses a JSON string without allocating: raw is what lies between
-// the quotes, plain tells that it holds no escape (raw is then the value).
-// Invalid UTF-8 and control characters fail, as in str.
+// the quotes, plain tells that it holds no escape (raw is then the value; when
+// it does, p.esc is the position of its first backslash, where strEscaped can
+// start). Invalid UTF-8 and control characters fail, as in str.
 func (p *jsonParser) rawStr() (raw []byte, plain, ok bool) {
 	p.ws()
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
+	b, i := p.b, p.i // locals: the scan below touches no memory but the bytes
+	if i >= len(b) || b[i] != '"' {
 		return nil, false, false
 	}
-	p.i++
-	start := p.i
+	i++
+	start := i
 	ascii, plain := true, true
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
+	for i < len(b) {
+		for i < len(b) && strClass[b[i]] == strPlain { // the common case, one load per byte
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch strClass[b[i]] {
+		case strQuote:
+			s := b[start:i]
+			p.i = i + 1
 			if !ascii && plain && !utf8.Valid(s) {
 				return nil, false, false
 			}
 			return s, plain, true
-		case c == '\\':
-			plain = false
-			if p.i+1 < len(p.b) {
-				p.i++ // the escaped character cannot end the string
+		case strBackslash:
+			if plain {
+				plain, p.esc = false, i
 			}
-		case c < 0x20:
+			if i+1 < len(b) {
+				i++ // the escaped character cannot end the string
+			}
+		case strControl:
+			p.i = i
 			return nil, false, false
-		case c >= utf8.RuneSelf:
+		default: // strNonASCII
 			ascii = false
 		}
-		p.i++
+		i++
 	}
+	p.i = i
 	return nil, false, false
 }
+
+// Byte classes inside a JSON string (strClass).
+const (
+	strPlain = iota
+	strQuote
+	strBackslash
+	strControl
+	strNonASCII
+)
+
+// strClass classifies every byte for rawStr's scan.
+var strClass = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '"':
+			t[c] = strQuote
+		case c == '\\':
+			t[c] = strBackslash
+		case c < 0x20:
+			t[c] = strControl
+		case c >= utf8.RuneSelf:
+			t[c] = strNonASCII
+		}
+	}
+	return t
+}()
 
 // strEscaped decodes the string whose content starts at start, p.i being at or
 // before its first escape; size is the length of its raw content (escapes only
@@ -403,7 +451,7 @@ func (p *jsonParser) stringFields(add func(k, v string) bool) bool {
 		var v string
 		switch {
 		case !plain:
-			p.i = vstart // decode it again, escapes and all
+			p.i = p.esc // decode it from its first escape; the plain run before it is copied whole
 			if v, ok = p.strEscaped(vstart, len(raw)); !ok {
 				return false
 			}

@@ -126,3 +126,24 @@ func TestFastJSONHeaderWhitespaceAndTruncation(t *testing.T) {
 		}
 	}
 }
+
+// The header's numbers are read as they are scanned: int32's bounds are taken, a number past
+// them (however many digits) and the forms JSON forbids go to the general decoder.
+func TestFastJSONHeaderNumbers(t *testing.T) {
+	for h, want := range map[string]int32{
+		`{"code":2147483647}`: 2147483647, `{"code":-2147483648}`: -2147483648, `{"code":0}`: 0, `{"code":-0}`: 0, `{"code": 17 }`: 17,
+	} {
+		c, err := fastJSONHeader([]byte(h), 0)
+		if err != nil || c.Code != want {
+			t.Errorf("%s: code %v, %v; want %d", h, c, err, want)
+		}
+	}
+	for _, h := range []string{
+		`{"code":2147483648}`, `{"code":-2147483649}`, `{"code":99999999999999999999999}`, `{"code":01}`,
+		`{"code":1.5}`, `{"code":1e3}`, `{"code":-}`, `{"code":+1}`,
+	} {
+		if _, err := fastJSONHeader([]byte(h), 0); !errors.Is(err, errSlowPath) {
+			t.Errorf("%s: %v, want the general decoder", h, err)
+		}
+	}
+}
