@@ -60,6 +60,7 @@ type remotingCmd struct {
 	Remark    string            `json:"remark"`
 	ExtFields map[string]string `json:"extFields"`
 	Body      []byte            `json:"-"`
+	Serialize byte              `json:"-"` // the frame's header encoding: 0 JSON, 1 ROCKETMQ binary
 }
 
 var rawOpaque atomic.Int32
@@ -119,6 +120,7 @@ func readFrame(r io.Reader) (*remotingCmd, error) {
 		return nil, fmt.Errorf("unknown serialize type %d", word>>24)
 	}
 	cmd.Body = data[4+hlen:]
+	cmd.Serialize = byte(word >> 24)
 	return &cmd, nil
 }
 
