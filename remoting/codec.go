@@ -43,9 +43,22 @@ func languageName(code byte) string {
 // Encode renders c as a complete frame, length field included, in c's
 // serialize type.
 func Encode(c *Command) ([]byte, error) {
+	return encodeFrame(c, len(c.Body))
+}
+
+// encodeHead renders c's frame without its body: the length field (which counts the body), the
+// header word and the header. A connection writes the body after it from c.Body, so a message
+// is not copied into a frame first.
+func encodeHead(c *Command) ([]byte, error) {
+	return encodeFrame(c, 0)
+}
+
+// encodeFrame renders c's frame with room for room bytes of body after the header, and appends
+// the body when room holds it.
+func encodeFrame(c *Command, room int) ([]byte, error) {
 	// The header is rendered in place after the two length fields (patched in below), so a
 	// frame is one allocation and the header is not copied.
-	out := make([]byte, 8, 8+128+32*c.extCount()+len(c.Remark)+len(c.Body))
+	out := make([]byte, 8, 8+128+32*c.extCount()+len(c.Remark)+room)
 	var err error
 	if c.SerializeType == SerializeRocketMQ {
 		out, err = encodeBinaryHeader(out, c)
@@ -65,6 +78,9 @@ func Encode(c *Command) ([]byte, error) {
 	}
 	binary.BigEndian.PutUint32(out[0:], uint32(total))
 	binary.BigEndian.PutUint32(out[4:], uint32(c.SerializeType)<<24|uint32(headerLen))
+	if room < len(c.Body) {
+		return out, nil
+	}
 	return append(out, c.Body...), nil
 }
 

@@ -2,12 +2,14 @@ package remoting
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func roundTrip(t *testing.T, c *Command) *Command {
@@ -178,5 +180,69 @@ func TestExtHelpers(t *testing.T) {
 	}
 	if c.ExtInt64Or("missing", 5) != 5 {
 		t.Fatal("default")
+	}
+}
+
+// A connection writes a frame's head and then the command's body from where it is; the two
+// together are the frame Encode renders, in both header encodings, with and without a body.
+func TestEncodeHeadThenBody(t *testing.T) {
+	for _, st := range []byte{SerializeJSON, SerializeRocketMQ} {
+		for _, body := range [][]byte{nil, []byte("payload"), bytes.Repeat([]byte{7}, 200<<10)} {
+			c := &Command{Code: SendMessageV2, Opaque: 9, ExtFields: map[string]string{"b": "T"}, Body: body, SerializeType: st}
+			whole, err := Encode(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := encodeHead(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := append(head, body...); !bytes.Equal(got, whole) {
+				t.Fatalf("serialize %d, %d-byte body: head+body differs from the frame", st, len(body))
+			}
+		}
+	}
+}
+
+// Frames whose bodies are larger than the connection's write buffer, between small ones, arrive
+// whole and in order: the body goes to the socket after its head, not copied into a frame.
+func TestLargeBodiesOverAConnection(t *testing.T) {
+	srv := startServer(t, func(s *Server) { s.Handle(SendMessageV2, echo) })
+	cl := NewClient(ClientConfig{})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type call struct {
+		body []byte
+		ch   chan *Command
+	}
+	var calls []call
+	for i := range 40 {
+		size := 10 + i
+		if i%3 == 0 {
+			size = 100<<10 + i // over the 64 KiB write buffer
+		}
+		body := bytes.Repeat([]byte{byte(i)}, size)
+		ch := make(chan *Command, 1)
+		req := NewRequest(SendMessageV2, nil, body)
+		if err := cl.InvokeAsync(ctx, srv.Addr(), req, time.Now().Add(30*time.Second), func(resp *Command, err error) {
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+			}
+			ch <- resp
+		}); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, call{body, ch})
+	}
+	for i, c := range calls {
+		select {
+		case resp := <-c.ch:
+			if resp == nil || !bytes.Equal(resp.Body, c.body) {
+				t.Fatalf("call %d: the echoed body differs (%d bytes sent)", i, len(c.body))
+			}
+		case <-ctx.Done():
+			t.Fatalf("call %d: no answer", i)
+		}
 	}
 }

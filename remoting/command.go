@@ -30,13 +30,17 @@ const ServerLanguage = "JAVA"
 // Command is one remoting request or response. Requests and responses share the
 // type because the wire format does; Flag tells them apart.
 type Command struct {
-	Code          int32
-	Language      string
-	Version       int32
-	Opaque        int32
-	Flag          int32
-	Remark        string
-	ExtFields     map[string]string
+	Code      int32
+	Language  string
+	Version   int32
+	Opaque    int32
+	Flag      int32
+	Remark    string
+	ExtFields map[string]string
+	// Body is written to the connection from here, after the header, not copied into a frame:
+	// it must not change once the command is handed to a connection (Invoke*, Reply, an answer)
+	// until the write is done, which for InvokeAsync, InvokeOneway and answers is after they
+	// return. Share it freely; do not reuse its array for another message meanwhile.
 	Body          []byte
 	SerializeType byte
 

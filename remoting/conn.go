@@ -120,10 +120,14 @@ func newConn(nc net.Conn, handlers handlerTable, logger hclog.Logger, maxFrame i
 // outFrame is a frame queued for writing; answer marks the response to a request of the peer
 // whose pending slot (of size bytes) is freed once it is written.
 type outFrame struct {
-	b      []byte
+	b      []byte // the frame, or its head (encodeHead) when body follows
+	body   []byte // written after b: the command's body, not copied into a frame first
 	size   int
 	answer bool
 }
+
+// bytes is what the frame puts on the wire.
+func (f outFrame) bytes() int { return len(f.b) + len(f.body) }
 
 // ID is a process-unique number for the connection, for maps and logs.
 func (c *Conn) ID() uint64 { return c.id }
@@ -205,10 +209,7 @@ func (c *Conn) InvokeAsync(req *Command, deadline time.Time, done func(*Command,
 	}
 	c.pending[req.Opaque] = pendingCall{done: done, code: req.Code, deadline: deadline}
 	c.mu.Unlock()
-	frame, err := Encode(req)
-	if err == nil {
-		err = c.write(frame)
-	}
+	err := c.send(req)
 	if err != nil {
 		c.mu.Lock()
 		_, mine := c.pending[req.Opaque]
@@ -260,15 +261,20 @@ func (c *Conn) complete(pc pendingCall, resp *Command, err error) {
 
 // Reply sends a response (or any pre-built command) on the connection.
 func (c *Conn) Reply(resp *Command) error {
-	frame, err := Encode(resp)
-	if err != nil {
-		return fmt.Errorf("encode response to %s: %w", c.RemoteAddr(), err)
+	if err := c.send(resp); err != nil {
+		return fmt.Errorf("send response to %s: %w", c.RemoteAddr(), err)
 	}
-	return c.write(frame)
+	return nil
 }
 
-func (c *Conn) write(frame []byte) error {
-	return c.queue(outFrame{b: frame})
+// send encodes cmd's head and queues it with cmd's body, which must not change until the
+// frame is written (Body's contract).
+func (c *Conn) send(cmd *Command) error {
+	head, err := encodeHead(cmd)
+	if err != nil {
+		return err
+	}
+	return c.queue(outFrame{b: head, body: cmd.Body})
 }
 
 // queue waits for room in the write queue, counting the frame's bytes as queued.
@@ -278,7 +284,7 @@ func (c *Conn) queue(f outFrame) error {
 		return ErrConnClosed
 	default:
 	}
-	c.flow.queuedBytes.Add(int64(len(f.b)))
+	c.flow.queuedBytes.Add(int64(f.bytes()))
 	select {
 	case c.out <- f:
 		return nil
@@ -289,7 +295,7 @@ func (c *Conn) queue(f outFrame) error {
 
 // written accounts for a frame the write loop has handed to the socket.
 func (c *Conn) written(f outFrame) {
-	c.flow.queuedBytes.Add(-int64(len(f.b)))
+	c.flow.queuedBytes.Add(-int64(f.bytes()))
 	if f.answer {
 		c.finish(f.size)
 	} else if c.limits.maxQueuedBytes > 0 {
@@ -314,11 +320,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	}
 	c.pending[req.Opaque] = pendingCall{ch: ch, code: req.Code}
 	c.mu.Unlock()
-	frame, err := Encode(req)
-	if err == nil {
-		err = c.write(frame) // fails only before the frame is queued
-	}
-	if err != nil {
+	if err := c.send(req); err != nil { // fails only before the frame is queued
 		c.forget(req.Opaque)
 		return nil, fmt.Errorf("send request code %d to %s: %w: %w", req.Code, c.RemoteAddr(), ErrNotSent, err)
 	}
@@ -341,11 +343,10 @@ func (c *Conn) InvokeOneway(req *Command) error {
 	if c.beforeRequest != nil {
 		c.beforeRequest(req)
 	}
-	frame, err := Encode(req)
-	if err != nil {
-		return fmt.Errorf("encode oneway request code %d: %w", req.Code, err)
+	if err := c.send(req); err != nil {
+		return fmt.Errorf("send oneway request code %d: %w", req.Code, err)
 	}
-	return c.write(frame)
+	return nil
 }
 
 func (c *Conn) forget(opaque int32) {
@@ -371,7 +372,7 @@ func (c *Conn) writeLoop() {
 				// than hold its answers (and, through back-pressure, its connection) forever.
 				_ = c.nc.SetWriteDeadline(time.Now().Add(c.limits.writeTimeout))
 			}
-			if _, err := w.Write(frame.b); err != nil {
+			if err := writeFrame(w, frame); err != nil {
 				c.closeWith(err)
 				return
 			}
@@ -383,7 +384,7 @@ func (c *Conn) writeLoop() {
 			for yielded := false; ; {
 				select {
 				case f := <-c.out:
-					if _, err := w.Write(f.b); err != nil {
+					if err := writeFrame(w, f); err != nil {
 						c.closeWith(err)
 						return
 					}
@@ -405,6 +406,20 @@ func (c *Conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// writeFrame puts a queued frame into the connection's write buffer: its head, then its body
+// (a body larger than the buffer's free space goes to the socket from where it is).
+func writeFrame(w *bufio.Writer, f outFrame) error {
+	if _, err := w.Write(f.b); err != nil {
+		return err
+	}
+	if len(f.body) > 0 {
+		if _, err := w.Write(f.body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *Conn) readLoop() {
@@ -629,18 +644,18 @@ func (c *Conn) answer(req, resp *Command, start time.Time, wait bool) {
 	if resp.SerializeType == SerializeRocketMQ && (resp.Code < -1<<15 || resp.Code > 1<<15-1) {
 		resp.SerializeType = SerializeJSON
 	}
-	frame, err := Encode(resp)
+	head, err := encodeHead(resp)
 	if err != nil {
 		c.logger.Warn("cannot answer request", "remote", c.RemoteAddr(), "code", req.Code, "error", err)
 		c.finish(req.size)
 		return
 	}
-	f := outFrame{b: frame, size: req.size, answer: true}
+	f := outFrame{b: head, body: resp.Body, size: req.size, answer: true}
 	if wait {
 		_ = c.queue(f) // fails only once the connection is closed
 		return
 	}
-	c.flow.queuedBytes.Add(int64(len(frame)))
+	c.flow.queuedBytes.Add(int64(f.bytes()))
 	select {
 	case c.out <- f:
 	case <-c.closed:
