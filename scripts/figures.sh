@@ -28,7 +28,8 @@
 # Env: DUR (20s), WARMUP (5s), PEAK_CONC (2048), CATCHUP_MB (1024), CONSUME_ROUNDS (2),
 #      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1,
 #      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog"),
-#      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency),
+#      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency; 3:
+#      and the consume figures),
 #      HEADERS (json: the producers' request header encoding, mqbench --serialize json|rocketmq)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -167,6 +168,7 @@ for r in $(seq "$CONSUME_ROUNDS"); do
 		fig "consume $stored stored msgs from the $role n$who, round $r: $(jr msgs_per_sec <"$WORK/read.json") msg/s ($(jr msgs <"$WORK/read.json") msgs, $(jr errors <"$WORK/read.json") errors)"
 	done
 done
+[ "${STOP_AFTER:-}" = 3 ] && exit 0
 
 # ---- 4. catch-up of a follower CATCHUP_MB behind
 L=$(leader)
