@@ -54,23 +54,22 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	m := &messaging{cfg: cfg, log: log, clients: newClientRegistry(), stopping: f.stop}
 	var leaders *leaderBook
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"), Handlers: f.brokerCallbacks(),
-		OnConnClose: func(addr string) { f.clients.connLost(); leaders.lost(addr) }, TLS: clientTLS}
+		OnConnClose: func(addr string) { f.clients.connLost(); leaders.lost(addr) }, TLS: clientTLS,
+		BinaryHeaders: true} // to the brokers; each client is answered in its own encoding
+	own := remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS, BinaryHeaders: true}
 	m.cl = remoting.NewClient(rc)
 	// The proxy's own questions to the name servers (routes, the cluster table) are signed with
 	// its account when it has one; what clients send is passed on with their own signature, on
 	// m.cl, which signs nothing.
-	own := remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS})
 	if cfg.AccessKey != "" {
-		own = remoting.NewClient(remoting.ClientConfig{Logger: log.Named("namesrv"), TLS: clientTLS, BeforeRequest: func(req *remoting.Command) {
-			acl.Sign(req.Fields(), req.Body, cfg.AccessKey, cfg.SecretKey)
-		}})
+		own.BeforeRequest = func(req *remoting.Command) { acl.Sign(req.Fields(), req.Body, cfg.AccessKey, cfg.SecretKey) }
 	}
-	f.own = own
-	leaders = newLeaderBook(cfg, own, log.Named("leaders"))
+	f.own = remoting.NewClient(own)
+	leaders = newLeaderBook(cfg, f.own, log.Named("leaders"))
 	m.leaders = leaders
-	m.routes = newRouteCache(cfg, own, leaders)
+	m.routes = newRouteCache(cfg, f.own, leaders)
 	f.m = m
-	f.cluster = &clusterCache{cfg: cfg, cl: own, leaders: leaders}
+	f.cluster = &clusterCache{cfg: cfg, cl: f.own, leaders: leaders}
 	f.srv = remoting.NewServer(remoting.ServerConfig{
 		Addr:           net.JoinHostPort(cfg.ListenHost, strconv.Itoa(cfg.RemotingListenPort)),
 		Logger:         log.Named("remoting-server"),
@@ -81,7 +80,7 @@ func startFront4(cfg *Config, log hclog.Logger) (*front4, error) {
 	f.srv.OnDisconnect(f.clientGone)
 	if err := f.srv.Start(); err != nil {
 		_ = m.cl.Close()
-		_ = own.Close()
+		_ = f.own.Close()
 		return nil, fmt.Errorf("remotingListenPort %d: %w", cfg.RemotingListenPort, err)
 	}
 	go f.heartbeatFollower()

@@ -97,7 +97,8 @@ func New(cfg Config, log hclog.Logger) (*Server, error) {
 	var leaders *leaderBook
 	rc := remoting.ClientConfig{Logger: log.Named("remoting"),
 		Handlers:    map[int32]remoting.Handler{remoting.CheckTransactionState: m.onCheckTransaction},
-		OnConnClose: func(addr string) { leaders.lost(addr) }, TLS: clientTLS}
+		OnConnClose: func(addr string) { leaders.lost(addr) }, TLS: clientTLS,
+		BinaryHeaders: true} // the brokers and name servers read RocketMQ's binary header
 	if cfg.AccessKey != "" {
 		rc.BeforeRequest = s.signRequest
 	}

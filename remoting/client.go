@@ -36,6 +36,11 @@ type ClientConfig struct {
 	// (flatext.go), for a caller that reads them through Command's methods (Ext, ExtSeq, Fields)
 	// or not at all: a load generator spares the map per answer.
 	FlatExtResponses bool
+	// BinaryHeaders sends every request with RocketMQ's binary header (ROCKETMQ serialization)
+	// whatever its SerializeType, for peers known to read it (this project's brokers and name
+	// servers, and Apache's): a header is a quarter of the CPU to read that JSON is, and the peer
+	// answers in the same encoding. The proxy's hop to its brokers uses it.
+	BinaryHeaders bool
 }
 
 // Client keeps one connection per remote address, as RocketMQ clients do, and
@@ -104,6 +109,7 @@ func (c *Client) Conn(ctx context.Context, addr string) (*Conn, error) {
 	conn := newConn(nc, handlerTable(c.cfg.Handlers), c.cfg.Logger, DefaultMaxFrameSize, 0)
 	conn.beforeRequest = c.cfg.BeforeRequest
 	conn.keep = flatRule{responses: c.cfg.FlatExtResponses}
+	conn.binaryRequests = c.cfg.BinaryHeaders
 	c.mu.Lock()
 	if existing, ok := c.conns[addr]; ok && !isDone(existing) {
 		c.mu.Unlock()

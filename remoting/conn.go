@@ -70,6 +70,9 @@ type Conn struct {
 	// side) adjusts outgoing requests. Both are set right after newConn, before serve.
 	intercept     Handler
 	beforeRequest func(*Command)
+	// binaryRequests sends this connection's requests with the binary header
+	// (ClientConfig.BinaryHeaders).
+	binaryRequests bool
 	// keep is which commands read here keep their extFields flat (flatext.go).
 	keep flatRule
 
@@ -196,9 +199,7 @@ const asyncSweep = 50 * time.Millisecond
 func (c *Conn) InvokeAsync(req *Command, deadline time.Time, done func(*Command, error)) error {
 	req.Opaque = nextOpaque.Add(1)
 	req.Flag &^= FlagResponse
-	if c.beforeRequest != nil {
-		c.beforeRequest(req)
-	}
+	c.prepare(req)
 	c.sweepOnce.Do(func() { go c.sweepAsync() })
 	c.mu.Lock()
 	select {
@@ -267,6 +268,17 @@ func (c *Conn) Reply(resp *Command) error {
 	return nil
 }
 
+// prepare readies a request for encoding: the client's BeforeRequest hook (a signature), then
+// the binary header when the client asks for it and the code fits that header's 16 bits.
+func (c *Conn) prepare(req *Command) {
+	if c.beforeRequest != nil {
+		c.beforeRequest(req)
+	}
+	if c.binaryRequests && req.Code >= -1<<15 && req.Code <= 1<<15-1 {
+		req.SerializeType = SerializeRocketMQ
+	}
+}
+
 // send encodes cmd's head and queues it with cmd's body, which must not change until the
 // frame is written (Body's contract).
 func (c *Conn) send(cmd *Command) error {
@@ -307,9 +319,7 @@ func (c *Conn) written(f outFrame) {
 func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 	req.Opaque = nextOpaque.Add(1)
 	req.Flag &^= FlagResponse
-	if c.beforeRequest != nil {
-		c.beforeRequest(req)
-	}
+	c.prepare(req)
 	ch := make(chan *Command, 1)
 	c.mu.Lock()
 	select {
@@ -340,9 +350,7 @@ func (c *Conn) Invoke(ctx context.Context, req *Command) (*Command, error) {
 func (c *Conn) InvokeOneway(req *Command) error {
 	req.Opaque = nextOpaque.Add(1)
 	req.Flag = (req.Flag | FlagOneway) &^ FlagResponse
-	if c.beforeRequest != nil {
-		c.beforeRequest(req)
-	}
+	c.prepare(req)
 	if err := c.send(req); err != nil {
 		return fmt.Errorf("send oneway request code %d: %w", req.Code, err)
 	}

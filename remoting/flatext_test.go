@@ -248,3 +248,44 @@ func encodeBinaryHeaderOrFail(t *testing.T, c *Command) []byte {
 	}
 	return h
 }
+
+// A client with BinaryHeaders sends every request, whatever its SerializeType, in the binary
+// header (sync, async and oneway), and reads the answers, which come back in it.
+func TestClientBinaryHeaders(t *testing.T) {
+	seen := make(chan byte, 3)
+	srv := startServer(t, func(s *Server) {
+		s.Handle(HeartBeat, func(c *Conn, req *Command) *Command {
+			seen <- req.SerializeType
+			return echo(c, req)
+		})
+	})
+	cl := NewClient(ClientConfig{BinaryHeaders: true})
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.Invoke(ctx, srv.Addr(), NewRequest(HeartBeat, map[string]string{"v": "sync"}, []byte("b")))
+	if err != nil || resp.SerializeType != SerializeRocketMQ || resp.Ext("echo") != "sync" || string(resp.Body) != "b" {
+		t.Fatalf("sync: %+v %v", resp, err)
+	}
+	got := make(chan *Command, 1)
+	if err := cl.InvokeAsync(ctx, srv.Addr(), NewRequest(HeartBeat, map[string]string{"v": "async"}, nil), time.Now().Add(10*time.Second),
+		func(resp *Command, err error) { got <- resp }); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r == nil || r.Ext("echo") != "async" || r.SerializeType != SerializeRocketMQ {
+		t.Fatalf("async: %+v", r)
+	}
+	if err := cl.InvokeOneway(ctx, srv.Addr(), NewRequest(HeartBeat, nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		select {
+		case st := <-seen:
+			if st != SerializeRocketMQ {
+				t.Fatalf("request %d arrived in encoding %d", i, st)
+			}
+		case <-ctx.Done():
+			t.Fatalf("request %d never arrived", i)
+		}
+	}
+}
