@@ -85,7 +85,8 @@ bench: build
 # bench-peer builds NATS JetStream (nats-server and the nats CLI at pinned versions, from the Go
 # module proxy, into bin/peer/) and runs a three-node JetStream cluster on loopback (file storage,
 # sync_interval: always, R3, 1 KiB messages) against scripts/cpubench.sh R3, alternated, at 256
-# and 2048 in flight and with a lone sync producer, printing every run and the ratios
+# and 2048 in flight and with a lone sync producer (ours on the commitlog Raft log store, as
+# shipped), printing every run, its CPU time per message (servers, bench client) and the ratios
 # (scripts/peerbench.sh: ROUNDS, INFLIGHT, DUR...).
 bench-peer: build
 	GO=$(GO) ./scripts/peerbench.sh

@@ -13,7 +13,10 @@
 # sender (MODE=sync CONC=1 PRODUCERS=1).
 # Every run prints one line (msg/s, latency where the tool gives it, load average) and each round
 # the ratio ours / NATS; the NATS line also has the bytes its three servers wrote per message
-# (write_bytes of /proc/PID/io, summed over the nodes, divided by the messages).
+# (write_bytes of /proc/PID/io, summed over the nodes, divided by the messages). Both lines have
+# the CPU time per message of the three servers and of the bench client (NATS: the servers' ticks
+# over the run, the nats CLI's user+system time; ours: scripts/cpubench.sh's figures), since the
+# servers and the client share the machine's cores.
 #
 # Usage: scripts/peerbench.sh            (make bench-peer; make bench PEER=nats runs it after bench.sh)
 # Env: ROUNDS (2), INFLIGHT ("256 2048"), DUR (20s, ours), WARMUP (5s, ours), NATS_RATE_GUESS
@@ -22,8 +25,9 @@
 #      NATS_CLIENTS (4), SYNC_MSGS (5000, the lone sync runs of NATS; ours runs DUR), SYNC (1: the
 #      lone sync producer runs), PEER_BIN (bin/peer), NATS_SERVER_VERSION (v2.15.2),
 #      NATS_CLI_VERSION (v0.5.1), BASE_PORT (25400: NATS ports; ours BASE_PORT+1000), KEEP=1,
-#      STORES ("wal commitlog": ours once per Raft log store after each NATS run, alternated; unset:
-#      once, as configured), HEADERS (json: the request header encoding of our client, mqbench
+#      STORES (commitlog, the store make run and the deploy files ship; "wal commitlog": ours once
+#      per Raft log store after each NATS run, alternated; "default": the broker's empty default,
+#      or whatever BROKER_FLAGS selects), HEADERS (json: the request header encoding of our client, mqbench
 #      --serialize; "json rocketmq" runs ours once with each, alternated, after each NATS run: JSON
 #      is what every client sends by default and the Go client's only encoding, the ROCKETMQ
 #      binary header a Java client's option)
@@ -99,19 +103,24 @@ for _ in $(seq 300); do
 done
 
 wbytes() { local t=0 p; for p in "${npids[@]}"; do t=$((t + $(awk '/^write_bytes/{print $2}' "/proc/$p/io"))); done; echo "$t"; }
+# CPU ticks (utime+stime) of the three NATS servers.
+sticks() { local t=0 p; for p in "${npids[@]}"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$t"; }
+HZ=$(getconf CLK_TCK)
 seq_no=0
 # nats_run NAME ARGS...: one nats bench js pub run on a fresh R3 file stream; prints its line and
 # leaves msg/s in $rate.
 nats_run() {
-	local name=$1 w0 w1 n out lat
+	local name=$1 w0 w1 t0 t1 n out lat cpu
 	shift
 	seq_no=$((seq_no + 1))
 	local stream="peerbench$seq_no" l
 	l=$(load)
 	w0=$(wbytes)
-	out=$("$NATS" -s "$URL" bench js pub "$@" "peer.$seq_no" --stream "$stream" --create --replicas 3 --storage file --maxbytes 8GB \
+	t0=$(sticks)
+	out=$(/usr/bin/time -f "client-cpu %U %S" -o "$WORK/client.time" "$NATS" -s "$URL" bench js pub "$@" "peer.$seq_no" --stream "$stream" --create --replicas 3 --storage file --maxbytes 8GB \
 		--size 1024 --no-progress 2>&1) || { echo "== $name: nats bench failed"; echo "$out" | tail -5; rate=0; return 0; }
 	w1=$(wbytes)
+	t1=$(sticks)
 	echo "$out" >"$WORK/$name.out"
 	# The aggregated line of several clients, or the only client's: "... stats: 14,952 msgs/sec ~ ...".
 	rate=$(echo "$out" | grep -oE 'stats: [0-9,]+ msgs/sec' | tail -1 | grep -oE '[0-9,]+' | tr -d ,)
@@ -119,8 +128,12 @@ nats_run() {
 	# Latency per publish (to its ack), the last P50/P99 printed (the aggregate's), in ms.
 	lat=$(echo "$out" | grep -oE 'P(50|99):? [0-9,.]+us' | tail -2 | tr -d ,: | awk '{printf "%s_ms:%.3f ", tolower($1), $2 / 1000}')
 	"$NATS" -s "$URL" stream rm -f "$stream" >/dev/null 2>&1 || true
-	printf "== %-40s %8s msg/s  [%s]  disk %s B/msg (3 nodes)  load %s\n" "$name" "${rate:-?}" "$lat" \
-		"$(awk -v w=$((w1 - w0)) -v n="${n:-0}" 'BEGIN {printf "%.0f", (n > 0 ? w / n : 0)}')" "$l"
+	# CPU per message: the servers' ticks over the run (stream creation included) and the bench
+	# client's user+system time, in microseconds.
+	cpu=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="${n:-0}" '/^client-cpu/ {c = $2 + $3}
+		END {if (n > 0) printf "servers=%.1f client=%.1f", t / hz * 1e6 / n, c * 1e6 / n}' "$WORK/client.time")
+	printf "== %-40s %8s msg/s  [%s]  disk %s B/msg (3 nodes)  CPU us/msg %s  load %s\n" "$name" "${rate:-?}" "$lat" \
+		"$(awk -v w=$((w1 - w0)) -v n="${n:-0}" 'BEGIN {printf "%.0f", (n > 0 ? w / n : 0)}')" "${cpu:-?}" "$l"
 	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
@@ -135,15 +148,16 @@ ours_run() {
 	out=$(env "$@" DUR="$DUR" WARMUP="$WARMUP" BASE_PORT=$((BP + 1000)) scripts/cpubench.sh R3 ${ser[@]+"${ser[@]}"} 2>&1) || true
 	echo "$out" >"$WORK/$name.out"
 	rate=$(echo "$out" | grep -oE '"msgs_per_sec": *[0-9.]+' | grep -oE '[0-9.]+$' | cut -d. -f1)
-	printf "== %-40s %8s msg/s  [%s]  load %s\n" "$name" "${rate:-?}" \
-		"$(echo "$out" | grep -oE '"p(50|99)_ms": *[0-9.]+|"total_errors": *[0-9]+' | tr -d '"' | tr '\n' ' ')" "$l"
+	printf "== %-40s %8s msg/s  [%s]  CPU us/msg %s  load %s\n" "$name" "${rate:-?}" \
+		"$(echo "$out" | grep -oE '"p(50|99)_ms": *[0-9.]+|"total_errors": *[0-9]+' | tr -d '"' | tr '\n' ' ')" \
+		"$(echo "$out" | grep -oE 'brokers=[0-9.]+ client=[0-9.]+' | sed 's/brokers/servers/')" "$l"
 	[ -n "$rate" ] || { echo "$out" | tail -5; rate=0; }
 }
 
 # variants: each store of STORES with each header encoding of HEADERS, as "store/headers".
 variants() {
 	local st h
-	for st in ${STORES:-default}; do for h in $HEADERS; do echo "$st/$h"; done; done
+	for st in ${STORES:-commitlog}; do for h in $HEADERS; do echo "$st/$h"; done; done
 }
 # variant_label STORE/HEADERS: how a run of ours is named ("" for the default store, JSON headers).
 variant_label() {
