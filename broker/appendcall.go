@@ -24,9 +24,10 @@ type appendCall struct {
 	received int64
 	// done hears the outcome exactly once, and must not block.
 	done appendDone
-	// timer is timedCommitLog's histogram (nil: not timed), start when the append began.
+	// timer is timedCommitLog's histogram (nil: not timed), start when the append began
+	// (monoNow).
 	timer *metrics.Histogram
-	start time.Time
+	start time.Duration
 	// slot is the Raft batcher's record of the proposal while it is queued and in an entry.
 	slot appendSlot
 }
@@ -39,7 +40,15 @@ type appendDone interface {
 // finish hands the outcome on, timing a successful append first.
 func (c *appendCall) finish(results []storage.AppendResult, err error) {
 	if c.timer != nil && err == nil {
-		c.timer.ObserveDuration(time.Since(c.start))
+		c.timer.ObserveDuration(monoNow() - c.start)
 	}
 	c.done.appended(results, err)
 }
+
+// monoBase anchors monoNow.
+var monoBase = time.Now()
+
+// monoNow is the time since the process started, from the monotonic clock alone: time.Now reads
+// the wall clock too, two clock reads where a duration needs one (about 0.1 us each on the
+// virtual machines the benchmarks run on, on every send).
+func monoNow() time.Duration { return time.Since(monoBase) }

@@ -107,7 +107,7 @@ func (t timedCommitLog) AppendCall(c *appendCall) {
 		c.done.appended(t.Append(ctx, c.records))
 		return
 	}
-	c.timer, c.start = t.h, time.Now()
+	c.timer, c.start = t.h, monoNow()
 	a.AppendCall(c)
 }
 

@@ -44,10 +44,10 @@ func TestRecordDoesNotAllocate(t *testing.T) {
 	m := newStats()
 	recs := [][]byte{make([]byte, 100), make([]byte, 2000)}
 	p := newSendPlan(&protocol.SendMessageRequestHeader{Topic: "T", Properties: "TAGS\x01a\x02"})
-	m.recordSend("T", p, recs)
+	m.recordSend("T", p, recs, time.Now().UnixMilli())
 	m.recordGet("T", "G", 1, 100)
 	if n := testing.AllocsPerRun(100, func() {
-		m.recordSend("T", p, recs)
+		m.recordSend("T", p, recs, time.Now().UnixMilli())
 		m.recordGet("T", "G", 2, 2100)
 	}); n != 0 {
 		t.Fatalf("%v allocations per send+pull, want 0", n)
@@ -159,13 +159,13 @@ func TestBrokerCollectorClassic(t *testing.T) {
 	}
 	b.offsets.Commit("G", "T", 0, 2)
 	b.offsets.Commit("G", "T", 1, 0) // a queue without messages: no lag
-	b.stats.recordSend("T", sentPlan("T", ""), recs)
-	b.stats.recordSend("T", sentPlan("T", "DELAY\x012\x02"), recs[:1])
+	b.stats.recordSend("T", sentPlan("T", ""), recs, time.Now().UnixMilli())
+	b.stats.recordSend("T", sentPlan("T", "DELAY\x012\x02"), recs[:1], time.Now().UnixMilli())
 	b.stats.recordGet("T", "G", 2, 300)
 	b.stats.recordGet("%RETRY%G", "G", 1, 100) // not counted
 	toDLQ := sentPlan("%RETRY%G", "RETRY_TOPIC\x01T\x02")
 	toDLQ.toDLQTarget("%DLQ%G")
-	b.stats.recordSend("%RETRY%G", toDLQ, recs[:1])
+	b.stats.recordSend("%RETRY%G", toDLQ, recs[:1], time.Now().UnixMilli())
 	b.stats.recordSendBack("T", "G", "%DLQ%G", recs[:2], true)
 
 	g := gather(t, b)

@@ -251,7 +251,7 @@ func (s *sender) finishSend(inf *sendInFlight, results []storage.AppendResult, e
 	if code, remark := s.waitReplicas(p.waitStore(), results); code != remoting.Success { // SYNC_MASTER (ha.go, broker/replication)
 		resp.Code, resp.Remark = code, remark
 	}
-	s.stats.recordSend(h.Topic, p, inf.records)
+	s.stats.recordSend(h.Topic, p, inf.records, results[0].StoreTimestamp)
 	// The three values share one string: the message ids, the queue id, the queue offset.
 	var buf [96]byte
 	b := s.appendMsgIDs(buf[:0], results)

@@ -71,9 +71,11 @@ func (s *stats) topic(t string) *topicMetrics {
 // recordSend counts a producer's successful send of records to topic (the topic it named), as
 // p says it was read: its message type, and where it went (a send to %RETRY%<group> past its
 // retry limit lands in %DLQ%<group> and is also counted as sent to the DLQ, by its RETRY_TOPIC).
-func (s *stats) recordSend(topic string, p *sendPlan, records [][]byte) {
+// storedAt (Unix milliseconds) is the records' store timestamp, the topic's last put: the send
+// path stamped it, so counting the send does not read the clock again.
+func (s *stats) recordSend(topic string, p *sendPlan, records [][]byte, storedAt int64) {
 	s.putTotal.Add(int64(len(records)))
-	s.topic(topic).addIn(p.metricType, records)
+	s.topic(topic).addIn(p.metricType, records, storedAt)
 	if p.toDLQ {
 		orig := topic
 		if p.known.Has&message.KnownRetryTopic != 0 {
@@ -83,9 +85,12 @@ func (s *stats) recordSend(topic string, p *sendPlan, records [][]byte) {
 	}
 }
 
-// addIn counts records stored in the topic as messages in of type mt.
-func (tm *topicMetrics) addIn(mt int, records [][]byte) {
-	tm.lastPut.Store(time.Now().UnixMilli())
+// addIn counts records stored in the topic at Unix millisecond at as messages in of type mt.
+func (tm *topicMetrics) addIn(mt int, records [][]byte, at int64) {
+	if at <= 0 { // a commit log that did not say
+		at = time.Now().UnixMilli()
+	}
+	tm.lastPut.Store(at)
 	c := &tm.in[mt]
 	var n int64
 	for _, r := range records {
@@ -107,7 +112,7 @@ func (s *stats) recordSendBack(origTopic, group, storedTopic string, records [][
 		s.recordDLQ(origTopic, group, len(records))
 		return
 	}
-	s.topic(storedTopic).addIn(msgDelay, records)
+	s.topic(storedTopic).addIn(msgDelay, records, time.Now().UnixMilli())
 }
 
 // recordGet counts n messages (bytes long) handed to group from topic by a pull or a POP. The

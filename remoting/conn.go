@@ -439,6 +439,7 @@ func (c *Conn) readLoop() {
 	}
 	var arrivals uint64 // requests read so far (Command.Arrival)
 	var pre [8]byte     // readFrame's scratch: one per connection rather than one per frame
+	var now time.Time   // when the last read from the connection returned
 	// The idle deadline is moved only when a sixteenth of c.idle has passed since it was last
 	// set, and then to that much more than c.idle ahead: a connection still closes after c.idle
 	// to c.idle*17/16 without a frame, and a busy one does not reset its deadline timer (and read
@@ -453,6 +454,8 @@ func (c *Conn) readLoop() {
 			if !c.waitRoom() {
 				return
 			}
+			// The requests still buffered count as read now, not before the pause.
+			now = time.Time{}
 			if c.idle > 0 { // the pause was this server's doing: the idle countdown starts again
 				deadlineSet = time.Now()
 				_ = c.nc.SetReadDeadline(deadlineSet.Add(c.idle + c.idle/16))
@@ -460,6 +463,7 @@ func (c *Conn) readLoop() {
 		}
 		var frame []byte
 		var err error
+		buffered := r.Buffered()
 		if res != nil {
 			res.charged = 0
 			frame, err = readFrame(r, c.maxFrame, res.reserve, &pre)
@@ -473,7 +477,11 @@ func (c *Conn) readLoop() {
 			c.logReadError(err)
 			return
 		}
-		now := time.Now()
+		// A frame that was whole in the buffer arrived with the read that filled it: it takes
+		// that read's time, so a read holding many pipelined requests reads the clock once.
+		if buffered < 4+len(frame) || now.IsZero() {
+			now = time.Now()
+		}
 		if c.idle > 0 && now.Sub(deadlineSet) >= c.idle/16 {
 			deadlineSet = now
 			_ = c.nc.SetReadDeadline(now.Add(c.idle + c.idle/16))

@@ -118,3 +118,43 @@ func heartbeatServer(t *testing.T, cfg ServerConfig, seen func(req *Command)) ne
 	t.Cleanup(func() { nc.Close() })
 	return nc
 }
+
+// Requests pipelined into one write share the time their read returned; a request written later
+// gets a later time. (A read from the socket, not every frame, reads the clock.)
+func TestReceivedPerRead(t *testing.T) {
+	got := make(chan time.Time, 8)
+	nc := heartbeatServer(t, ServerConfig{}, func(req *Command) { got <- req.Received() })
+	frame, err := Encode(NewRequest(HeartBeat, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	before := time.Now()
+	if _, err := nc.Write(append(append([]byte(nil), frame...), frame...)); err != nil {
+		t.Fatal(err)
+	}
+	next := func() time.Time {
+		t.Helper()
+		select {
+		case r := <-got:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatal("no request served within 5s")
+			return time.Time{}
+		}
+	}
+	a, b := next(), next()
+	if !a.Equal(b) {
+		t.Fatalf("two frames of one read got Received %v and %v", a, b)
+	}
+	if a.Before(before) || a.After(time.Now()) {
+		t.Fatalf("Received %v outside [%v, now]", a, before)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := nc.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	if c := next(); c.Sub(a) < 20*time.Millisecond {
+		t.Fatalf("a frame written 20ms later got Received %v, %v after the first", c, c.Sub(a))
+	}
+}
