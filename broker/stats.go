@@ -85,7 +85,8 @@ func (s *stats) recordSend(topic string, p *sendPlan, records [][]byte, storedAt
 	}
 }
 
-// addIn counts records stored in the topic at Unix millisecond at as messages in of type mt.
+// addIn counts records stored in the topic as messages in of type mt; at (Unix milliseconds) is
+// when they were stored, the topic's last put.
 func (tm *topicMetrics) addIn(mt int, records [][]byte, at int64) {
 	if at <= 0 { // a commit log that did not say
 		at = time.Now().UnixMilli()
