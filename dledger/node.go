@@ -157,7 +157,21 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if parallel {
 		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure, trace: n.trace.leaderEntries()}, tracker
 	}
-	if n.raft, err = raft.NewRaft(rc, fsm, logs, stable, snaps, trans); err != nil {
+	// NewRaft's scan for configuration entries reads the commitlog store's entries from their
+	// headers (startupscan.go).
+	var headers headerLogReader
+	if cfg.LogStore == LogStoreCommitLog {
+		headers, _ = cfg.EntryLog.(headerLogReader)
+	}
+	var newestSnap uint64
+	if metas, err := snaps.List(); err == nil && len(metas) > 0 {
+		newestSnap = metas[0].Index // newest first
+	}
+	startLogs, err := newStartupLogs(n.guard, headers, newestSnap)
+	if err != nil {
+		return nil, fmt.Errorf("dledger: open the raft log: %w", err)
+	}
+	if n.raft, err = raft.NewRaft(rc, fsm, startLogs, stable, snaps, trans); err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
 	}
 	n.trans.in.gate.attach(n.raft)

@@ -128,6 +128,57 @@ func (e *EntryLog) GetLog(index uint64, out *raft.Log) error {
 	return nil
 }
 
+// headerReadSize is how much of an entry GetLogHeader reads first: a header record of a message
+// entry is about 100 bytes plus 4 per send.
+const headerReadSize = 1024
+
+// GetLogHeader reads entry index as GetLog does but from its header record alone: Index, Term,
+// Type, Extensions and AppendedAt, and Data only where the header holds it (an opaque entry:
+// configuration changes, metadata commands). For a message or delivery-step entry Data is left nil
+// and omitted is true: rebuilding it means reading and copying every record, CRC and all, which is
+// what GetLog does. Raft's start-up scan for configuration entries reads every entry after its
+// latest snapshot and looks at their Type only (dledger's start-up log store).
+func (e *EntryLog) GetLogHeader(index uint64, out *raft.Log) (omitted bool, err error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.store == nil {
+		return false, errNoEntryStore
+	}
+	if len(e.slots) == 0 || index < e.first || index > e.lastLocked() {
+		return false, raft.ErrLogNotFound
+	}
+	s := e.slots[index-e.first]
+	if s.pos < e.store.CommitLogMinOffset() {
+		return false, raft.ErrLogNotFound
+	}
+	b, err := e.store.ReadWritten(s.pos, min(int(s.size), headerReadSize))
+	if err == nil && len(b) >= 4 {
+		if size := int(binary.BigEndian.Uint32(b)); size > len(b) && size <= int(s.size) {
+			b, err = e.store.ReadWritten(s.pos, size)
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("fsm: read the header of raft entry %d at %d: %w", index, s.pos, err)
+	}
+	h, _, err := parseHeaderRecord(b)
+	if err != nil {
+		return false, fmt.Errorf("fsm: raft entry %d at %d: %w", index, s.pos, err)
+	}
+	if h.Index != index {
+		return false, fmt.Errorf("fsm: raft entry at %d is %d, not %d: %w", s.pos, h.Index, index, errBadEntryHeader)
+	}
+	*out = raft.Log{Index: h.Index, Term: h.Term, Type: h.Type, Extensions: h.Extensions}
+	if h.Form == formOpaque {
+		out.Data = h.Payload
+	} else {
+		omitted = true
+	}
+	if h.AppendedAt != 0 {
+		out.AppendedAt = time.Unix(0, h.AppendedAt)
+	}
+	return omitted, nil
+}
+
 // parseEntry splits an entry's bytes into its header and records.
 func parseEntry(b []byte) (*entryHeader, [][]byte, error) {
 	h, hsize, err := parseHeaderRecord(b)

@@ -484,3 +484,52 @@ func TestEntryLogMessageCounts(t *testing.T) {
 		t.Fatalf("entry %d, never stored, has counts", last+1)
 	}
 }
+
+// GetLogHeader answers from an entry's header record what GetLog answers, Data included for an
+// entry whose header holds it (opaque: configuration changes, metadata, here one whose header
+// record is longer than the first read) and left out, reported, for message entries.
+func TestEntryLogHeaderReads(t *testing.T) {
+	logs := workload(t, 60)
+	ref := newFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer ref.Close()
+	stamped := stampLike(t, logs, applyAll(ref, logs))
+	big := bytes.Repeat([]byte("c"), 3*headerReadSize)
+	stamped = append(stamped, &raft.Log{Index: stamped[len(stamped)-1].Index + 1, Term: 2, Type: raft.LogConfiguration, Data: big, Extensions: []byte("x")})
+	f := newEntryFSM(t, vfs.NewMemFS(), newFakeMeta())
+	defer f.Close()
+	storeEntries(t, f, stamped)
+	var opaque, messages int
+	for _, l := range stamped {
+		var whole, head raft.Log
+		if err := f.entries.GetLog(l.Index, &whole); err != nil {
+			t.Fatal(err)
+		}
+		omitted, err := f.entries.GetLogHeader(l.Index, &head)
+		if err != nil {
+			t.Fatalf("GetLogHeader(%d): %v", l.Index, err)
+		}
+		if head.Index != whole.Index || head.Term != whole.Term || head.Type != whole.Type ||
+			!bytes.Equal(head.Extensions, whole.Extensions) || !head.AppendedAt.Equal(whole.AppendedAt) {
+			t.Fatalf("entry %d: header read %+v, whole read %+v", l.Index, head, whole)
+		}
+		isMessages := len(l.Data) > 0 && l.Data[0] == KindMessages
+		switch {
+		case isMessages && (!omitted || head.Data != nil):
+			t.Fatalf("message entry %d: omitted %v, %d bytes of data", l.Index, omitted, len(head.Data))
+		case !isMessages && (omitted || !bytes.Equal(head.Data, whole.Data)):
+			t.Fatalf("opaque entry %d: omitted %v, data equal %v", l.Index, omitted, bytes.Equal(head.Data, whole.Data))
+		}
+		if isMessages {
+			messages++
+		} else {
+			opaque++
+		}
+	}
+	if opaque < 2 || messages == 0 {
+		t.Fatalf("workload has %d opaque and %d message entries", opaque, messages)
+	}
+	var l raft.Log
+	if _, err := f.entries.GetLogHeader(stamped[len(stamped)-1].Index+1, &l); !errors.Is(err, raft.ErrLogNotFound) {
+		t.Fatalf("an entry past the last: %v", err)
+	}
+}
