@@ -171,7 +171,9 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("dledger: open the raft log: %w", err)
 	}
-	if n.raft, err = raft.NewRaft(rc, fsm, startLogs, stable, snaps, trans); err != nil {
+	n.raft, err = raft.NewRaft(rc, fsm, startLogs, stable, snaps, trans)
+	startLogs.stop()
+	if err != nil {
 		return nil, fmt.Errorf("dledger: start raft: %w", err)
 	}
 	n.trans.in.gate.attach(n.raft)
