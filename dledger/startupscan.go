@@ -2,6 +2,7 @@ package dledger
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -45,6 +46,9 @@ type startupLogs struct {
 	storeGuard
 	headers headerLogReader
 	last    uint64
+	// armed is false once reads are whole for good: every GetLog after the scan (a leader
+	// reading entries its cache no longer holds) checks it without taking mu.
+	armed atomic.Bool
 
 	mu    sync.Mutex
 	state int
@@ -64,6 +68,7 @@ func newStartupLogs(g storeGuard, headers headerLogReader, newestSnap uint64) (*
 	}
 	if last > 0 && newestSnap < last {
 		s.last, s.state = last, scanFirst
+		s.armed.Store(true)
 	}
 	return s, nil
 }
@@ -71,7 +76,7 @@ func newStartupLogs(g storeGuard, headers headerLogReader, newestSnap uint64) (*
 // GetLog implements raft.LogStore: from the entry's header while NewRaft's scan runs, whole
 // otherwise.
 func (s *startupLogs) GetLog(index uint64, out *raft.Log) error {
-	if !s.headerOnly(index) {
+	if !s.armed.Load() || !s.headerOnly(index) {
 		return s.storeGuard.GetLog(index, out)
 	}
 	_, err := s.headers.GetLogHeader(index, out)
@@ -86,23 +91,29 @@ func (s *startupLogs) headerOnly(index uint64) bool {
 	switch s.state {
 	case scanFirst:
 		if index != s.last {
-			s.state = scanOff
+			s.offLocked()
 			return false
 		}
 		s.state = scanAscending
 		return true
 	case scanAscending:
 		if index > s.last || (s.prev != 0 && index != s.prev+1) {
-			s.state = scanOff
+			s.offLocked()
 			return false
 		}
 		s.prev = index
 		if index == s.last {
-			s.state = scanOff // the scan's last read
+			s.offLocked() // the scan's last read
 		}
 		return true
 	}
 	return false
+}
+
+// offLocked makes every later read whole. Hold mu.
+func (s *startupLogs) offLocked() {
+	s.state = scanOff
+	s.armed.Store(false)
 }
 
 // stop ends header-only reads: Open calls it once NewRaft has returned, which the scan's own end
@@ -110,7 +121,7 @@ func (s *startupLogs) headerOnly(index uint64) bool {
 // Raft version that scans differently: TestStartupLogsRaftAppliesWholeEntries fails then).
 func (s *startupLogs) stop() {
 	s.mu.Lock()
-	s.state = scanOff
+	s.offLocked()
 	s.mu.Unlock()
 }
 
