@@ -58,6 +58,8 @@ type memFile struct {
 	data   []byte
 	synced []byte
 	mod    time.Time
+	// advice is the last Advice given for each 4 KiB page (0: none), kept for AdviceAt.
+	advice []Advice
 }
 
 var _ FS = (*MemFS)(nil)
@@ -231,6 +233,43 @@ func (mm *memMapping) Sync(off, n int) error {
 	copy(mm.f.synced[off:off+n], mm.f.data[off:off+n])
 	mm.f.mod = mm.fs.clock()
 	return nil
+}
+
+// Advise implements Mapping: it records the advice per 4 KiB page touched (see AdviceAt).
+func (mm *memMapping) Advise(off, n int, a Advice) error {
+	mm.fs.mu.Lock()
+	defer mm.fs.mu.Unlock()
+	if off < 0 || n < 0 || off+n > len(mm.f.data) {
+		return fmt.Errorf("advise %s [%d,+%d): out of range", mm.name, off, n)
+	}
+	if a != AdviceAppend && a != AdviceRead {
+		return fmt.Errorf("advise %s: unknown advice %v", mm.name, a)
+	}
+	if n == 0 {
+		return nil
+	}
+	if mm.f.advice == nil {
+		mm.f.advice = make([]Advice, (len(mm.f.data)+memPage-1)/memPage)
+	}
+	for p := off / memPage; p <= (off+n-1)/memPage; p++ {
+		mm.f.advice[p] = a
+	}
+	return nil
+}
+
+// memPage is the page size MemFS records advice in.
+const memPage = 4096
+
+// AdviceAt is the last advice given for the page holding byte off of name, 0 if none: what
+// the OS implementation's madvise would have left there.
+func (m *MemFS) AdviceAt(name string, off int) Advice {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.files[clean(name)]
+	if f == nil || f.advice == nil || off < 0 || off/memPage >= len(f.advice) {
+		return 0
+	}
+	return f.advice[off/memPage]
 }
 
 // Close implements Mapping; the bytes stay valid (tests may still look).

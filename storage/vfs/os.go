@@ -130,6 +130,48 @@ func (m *osMapping) Sync(off, n int) error {
 	return nil
 }
 
+// Advise implements Mapping with madvise on the whole pages the range touches; AdviceAppend
+// then drops what is cached of the pages wholly inside it: madvise(MADV_DONTNEED) takes them
+// out of this mapping (a shared mapping's data stays in the page cache and the file) and
+// fadvise(POSIX_FADV_DONTNEED) evicts those that are clean and unmapped. A large folio reaching
+// past the range's start stays (the kernel evicts whole folios only).
+func (m *osMapping) Advise(off, n int, a Advice) error {
+	if off < 0 || n < 0 || off+n > len(m.data) {
+		return fmt.Errorf("advise %s [%d,+%d): outside the %d-byte file", m.f.Name(), off, n, len(m.data))
+	}
+	if n == 0 {
+		return nil
+	}
+	page := os.Getpagesize()
+	start, end := off&^(page-1), min(len(m.data), (off+n+page-1)&^(page-1))
+	var advice int
+	switch a {
+	case AdviceAppend:
+		advice = unix.MADV_RANDOM
+	case AdviceRead:
+		advice = unix.MADV_NORMAL
+	default:
+		return fmt.Errorf("advise %s: unknown advice %v", m.f.Name(), a)
+	}
+	if err := unix.Madvise(m.data[start:end], advice); err != nil {
+		return fmt.Errorf("madvise %s [%d,%d) %v: %w", m.f.Name(), start, end, a, err)
+	}
+	if a != AdviceAppend {
+		return nil
+	}
+	whole, wholeEnd := (off+page-1)&^(page-1), (off+n)&^(page-1)
+	if whole >= wholeEnd {
+		return nil
+	}
+	if err := unix.Madvise(m.data[whole:wholeEnd], unix.MADV_DONTNEED); err != nil {
+		return fmt.Errorf("madvise %s [%d,%d) dontneed: %w", m.f.Name(), whole, wholeEnd, err)
+	}
+	if err := unix.Fadvise(int(m.f.Fd()), int64(whole), int64(wholeEnd-whole), unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("fadvise %s [%d,%d) dontneed: %w", m.f.Name(), whole, wholeEnd, err)
+	}
+	return nil
+}
+
 // Close implements Mapping: munmap and close the file.
 func (m *osMapping) Close() error {
 	err := unix.Munmap(m.data)

@@ -13,6 +13,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 )
@@ -60,8 +61,46 @@ type Mapping interface {
 	WriteAt(p []byte, off int) error
 	// Sync makes bytes [off, off+n) durable (msync). Implementations may sync more.
 	Sync(off, n int) error
+	// Advise tells how [off, off+n) is used from now on, so that the page cache holds it to
+	// suit (see Advice). Advice never changes what the mapping reads or writes; an
+	// implementation may ignore it, and the store goes on when it fails.
+	Advise(off, n int, a Advice) error
 	// Close unmaps the file. It does not sync.
 	Close() error
+}
+
+// Advice is how a range of a mapping is used from now on.
+//
+// It exists for the kernel's read-around. A page fault in a file mapping normally reads the
+// pages around the faulting one into the page cache too, and Linux builds those pages as large
+// folios (tens of KiB to MiB each) when the file system supports them, as ext4 does from 6.16
+// on. That suits reading; it does not suit a file written a few hundred bytes at a time and
+// synced after each write: the first store into a page of such a folio dirties the whole folio,
+// and every fdatasync writes the whole folio to the disk again. A lone producer on a three-node
+// group wrote 64-256 KiB per node for each 1.3 KB message that way (docs/benchmarks.md,
+// "Large folios").
+type Advice int
+
+const (
+	// AdviceAppend: the range holds nothing written yet and is about to be written front to
+	// back, each byte before it is read. A fault there brings in its own page only
+	// (MADV_RANDOM), and what is cached of the range's whole pages is dropped, so that a
+	// read-around done before (recovery reading up to the end of the data) leaves no large
+	// folio for the appends to dirty.
+	AdviceAppend Advice = iota + 1
+	// AdviceRead: the range holds written data that may be read cold, front to back: the
+	// kernel's read-around again (MADV_NORMAL).
+	AdviceRead
+)
+
+func (a Advice) String() string {
+	switch a {
+	case AdviceAppend:
+		return "append"
+	case AdviceRead:
+		return "read"
+	}
+	return fmt.Sprintf("Advice(%d)", int(a))
 }
 
 // FileInfo is the part of a file's metadata the store uses.
