@@ -3,8 +3,8 @@
 # host changing speed within minutes) weighs on both alike. Builds each revision (git rev-parse
 # names: a commit, a tag, HEAD; "." is the working tree) into a temporary directory, then runs
 # scripts/cpubench.sh R3 for each load ROUNDS times, A then B, and prints one line per run: msg/s,
-# p99 and the CPU per message of the leader, each follower and the client. Every run is printed,
-# not the best one.
+# p99, the CPU per message of the leader, each follower and the client, and the bytes written to
+# the disk per message (all three nodes, journal included). Every run is printed, not the best one.
 #
 # Usage: scripts/abbench.sh REV_A REV_B
 # Env:
@@ -49,8 +49,9 @@ for r in $(seq "$ROUNDS"); do
 			rate=$(grep -o '"msgs_per_sec":[0-9]*' <<<"$out" | cut -d: -f2)
 			p99=$(grep -o '"p99_ms":[0-9.]*' <<<"$out" | cut -d: -f2)
 			cpu=$(grep '^CPU msgs' <<<"$out" | sed 's/^CPU msgs=[0-9]* //; s/ brokers=.*client=/ client=/; s/ all=.*//')
-			printf '%s round %d  %-6s %5s in flight  %s  %6s msg/s  p99 %7s ms  us/msg: %s\n' \
-				"$(date -u +%H:%M:%S)" "$r" "$mode" "$conc" "$side" "$rate" "$p99" "$cpu"
+			disk=$(grep -o '^disk: [0-9]*' <<<"$out" | cut -d' ' -f2)
+			printf '%s round %d  %-6s %5s in flight  %s  %6s msg/s  p99 %7s ms  us/msg: %s  disk %s B/msg\n' \
+				"$(date -u +%H:%M:%S)" "$r" "$mode" "$conc" "$side" "$rate" "$p99" "$cpu" "${disk:--}"
 		done
 	done
 done

@@ -5,8 +5,9 @@
 # acknowledged, the brokers' system time, kernel threads and whole-machine CPU per message (the
 # machine figure shows how much other work shared the CPUs), software event counts per message
 # (page faults, context switches, syscalls: fsync, msync, nanosleep, futex, write, pwrite64) and
-# the leader's batcher figures. CPU per message falls as throughput rises (fixed per-second costs
-# such as the Go runtime's sysmon spread over more messages), so compare runs of similar msg/s.
+# the leader's batcher figures, and the bytes written to the stores' disk per message. CPU per
+# message falls as throughput rises (fixed per-second costs such as the Go runtime's sysmon spread
+# over more messages), so compare runs of similar msg/s.
 #
 # Usage: scripts/cpubench.sh [R1|R3] [extra mqbench produce flags...]
 # Env:
@@ -51,6 +52,10 @@ sticks() { awk '{print $15}' "/proc/$1/stat"; }
 kticks() { local t=0 p; for p in /proc/[0-9]*; do [ "$(awk '{print $4}' "$p/stat" 2>/dev/null)" = 2 ] && t=$((t + $(awk '{print $14 + $15}' "$p/stat" 2>/dev/null || echo 0))); done; echo "$t"; }
 # whole machine busy ticks (user+nice+system+irq+softirq)
 mticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# bytes written to the disk holding the stores (/proc/diskstats: data, file-system journal and
+# metadata of every process on it), or nothing when the stores are not on a block device
+DISK="$(basename "$(readlink -f "$(df --output=source "$WORK" | tail -1)")")"
+dbytes() { awk -v d="$DISK" '$3 == d {printf "%.0f\n", $10 * 512; f = 1} END {if (!f) print ""}' /proc/diskstats; }
 
 "$BIN"/mqnamesrv --listen "$NS" --kvConfigPath "$WORK/kv.json" >"$WORK/namesrv.log" 2>&1 &
 pids+=($!)
@@ -86,6 +91,7 @@ declare -A before sbefore after safter
 for i in "${!bpids[@]}"; do before[$i]=$(ticks "${bpids[$i]}"); sbefore[$i]=$(sticks "${bpids[$i]}"); done
 k0=$(kticks)
 m0=$(mticks)
+d0=$(dbytes)
 if [ "${TRACE:-0}" != 0 ]; then
 	(
 		sleep "${WARMUP%s}"
@@ -119,6 +125,7 @@ k1=$(kticks)
 kill -INT "$statpid" 2>/dev/null || true
 wait "$statpid" 2>/dev/null || true
 m1=$(mticks)
+d1=$(dbytes)
 [ "$PROFILE" != 0 ] && wait "$profpid"
 curl -s "http://127.0.0.1:$((BP + 200 + leader))/status" >"$OUT/leader-status.json" || true
 total=$(grep -o '"total_msgs": *[0-9]*' "$OUT/summary.json" | cut -d: -f2 | tr -d " ")
@@ -143,6 +150,9 @@ echo "CPU $line"
 echo "CPU detail: brokers sys=$(awk -v a="$ssum" -v n="$total" 'BEGIN {printf "%.1f", a / n}') client user=$(awk -v a="$cu" -v n="$total" 'BEGIN {printf "%.1f", a * 1e6 / n}') sys=$(awk -v a="$cs" -v n="$total" 'BEGIN {printf "%.1f", a * 1e6 / n}') kernel-threads=$(awk -v a="$((k1 - k0))" -v h="$hz" -v n="$total" 'BEGIN {printf "%.1f", a * 1e6 / h / n}') machine=$(awk -v a="$((m1 - m0))" -v h="$hz" -v n="$total" 'BEGIN {printf "%.1f", a * 1e6 / h / n}') us/msg"
 grep -o '"msgs_per_sec": *[0-9.]*\|"p50_ms": *[0-9.]*\|"p99_ms": *[0-9.]*\|"total_errors": *[0-9]*' "$OUT/summary.json" | tr '\n' ' '
 echo
+if [ -n "$d0" ] && [ -n "$d1" ]; then
+	echo "disk: $(awk -v a="$((d1 - d0))" -v n="$total" 'BEGIN {printf "%.0f", a / n}') bytes written to $DISK per message (every process on it, journal included)"
+fi
 grep -o '"batcher":{[^}]*}' "$OUT/leader-status.json" || true
 awk -F, -v n="$total" '$1 ~ /^[0-9]/ {e = $3; sub(/.*sys_enter_?/, "", e); if (e == "") e = "syscalls"; printf "%s=%.3f ", e, $1 / n} END {print "/msg (brokers)"}' "$OUT/perfstat.csv" || true
 if [ "${TRACE:-0}" != 0 ]; then

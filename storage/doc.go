@@ -94,6 +94,11 @@
 // Crash recovery (recovery.go) rebuilds whatever the checkpoint does not vouch for from the
 // commitlog.
 //
+// The file being appended to is advised against read-around from the end of its data on
+// (vfs.AdviceAppend, segments.go), since a sync writes back each dirty folio whole and the
+// kernel's read-around makes large ones; behind the writer, and in full files, read-around
+// serves cold readers again.
+//
 // # Truncation and snapshots (Raft state machine support)
 //
 // The Raft state machine appends with AppendReplicatedBatch, which never refuses over
