@@ -69,6 +69,11 @@ type Broker struct {
 	// so the goroutine waiting for the disk leaves its Go processor to the rest of the broker
 	// (internal/uring); false fsyncs directly. Default true; io_uring missing means directly too.
 	IoUringEnable bool `prop:"ioUringEnable" group:"store" help:"fsync the Raft log and flush the store through io_uring when available"`
+	// SysmonBackoff (ours): the Go runtime's system monitor backs off while it has nothing to do
+	// instead of sleeping until the next system call wakes it (internal/sysmon). mqbroker
+	// re-executes itself once at start with GODEBUG=schedtrace=2147483647 for it, unless
+	// GODEBUG already sets schedtrace. Default true.
+	SysmonBackoff bool `prop:"sysmonBackoff" group:"operations" help:"keep the Go runtime's system monitor out of deep sleep (re-executes once at start with a GODEBUG setting)"`
 
 	// Classic master/slave replication (package ha). A slave follows haMasterAddress, or the
 	// master's HA address from the name servers' REGISTER_BROKER answer when it is empty.
@@ -307,6 +312,7 @@ func NewBroker() *Broker {
 		LongPollingEnable:             true,
 		DLegerFastFailover:            true,
 		IoUringEnable:                 true,
+		SysmonBackoff:                 true,
 		AccessMessageInMemoryMaxRatio: 40,
 		ShortPollingTimeMills:         1000,
 		LongPollingMaxMillis:          60000,

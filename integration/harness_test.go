@@ -371,7 +371,8 @@ type broker struct {
 	props      map[string]string // written to the -c file
 	flags      map[string]string // passed as --key=value
 	configPath string
-	netns      string // the network namespace it runs in ("": the test's own)
+	netns      string   // the network namespace it runs in ("": the test's own)
+	env        []string // added to the test's environment
 }
 
 // brokerOpt adjusts the configuration of a broker before it starts.
@@ -389,6 +390,9 @@ func withHTTPPorts(t testing.TB, ports map[string]int) brokerOpt {
 		b.props["httpPort"] = strconv.Itoa(port)
 	}
 }
+
+// withEnv adds KEY=value entries to the broker's environment.
+func withEnv(kv ...string) brokerOpt { return func(b *broker) { b.env = append(b.env, kv...) } }
 
 // withFlag passes --key=value on the broker's command line (flags override the file).
 func withFlag(key, value string) brokerOpt { return func(b *broker) { b.flags[key] = value } }
@@ -444,7 +448,7 @@ func startBroker(t testing.TB, ns *namesrv, opts ...brokerOpt) *broker {
 			name:    "mqbroker " + b.name,
 			bin:     filepath.Join(binDir, "mqbroker"),
 			args:    args,
-			env:     []string{"HOME=" + dir},
+			env:     append([]string{"HOME=" + dir}, b.env...),
 			logPath: filepath.Join(dir, fmt.Sprintf("mqbroker-%d.log", attempt)),
 		}
 		b.start(t)

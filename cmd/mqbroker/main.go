@@ -16,6 +16,7 @@ import (
 
 	"rocketraft/broker"
 	"rocketraft/config"
+	"rocketraft/internal/sysmon"
 	"rocketraft/internal/uring"
 	"rocketraft/internal/version"
 	"rocketraft/proxy"
@@ -47,9 +48,18 @@ func run() int {
 		fmt.Fprintf(os.Stderr, "mqbroker: %v\n", err)
 		return 2
 	}
+	if cfg.SysmonBackoff {
+		// Before anything is logged, opened or served: on success this process starts again.
+		if err := sysmon.Reexec(); err != nil {
+			warnings = append(warnings, err.Error()+" (sysmonBackoff: going on without it)")
+		}
+	}
 	logger := config.NewLogger("mqbroker", cfg.LogLevel, cfg.LogFormat, os.Stderr)
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
+	}
+	if cfg.SysmonBackoff && sysmon.InEffect() {
+		logger.Debug("runtime system monitor out of deep sleep", "GODEBUG", os.Getenv("GODEBUG"))
 	}
 	_, envProcs := os.LookupEnv("GOMAXPROCS")
 	procs, leaderProcs, procsWhy := cfg.Procs(runtime.GOMAXPROCS(0), envProcs)
