@@ -7,15 +7,15 @@
 // every 20 us, which it keeps for about a millisecond before backing off again. A three-node
 // group serving a lone synchronous producer goes idle and busy several times per message on
 // every node: half of the brokers' context switches were sysmon's (its polls and its deep
-// sleeps), and the CPU the machine spends per message set the producer's rate
-// (docs/benchmarks.md, "sysmon"). Out of deep sleep, sysmon backs off to one poll every 10 ms
-// while it finds nothing to do, and keeps its duties: a processor blocked in a system call is
-// still taken back, a goroutine running too long still preempted, the network still polled.
+// sleeps), CPU spent per message (docs/benchmarks.md, "sysmon out of deep sleep"). Out of deep
+// sleep, sysmon backs off to one poll every 10 ms while it finds nothing to do, and keeps its
+// duties: a processor blocked in a system call is still taken back, a goroutine running too long
+// still preempted, the network still polled.
 //
-// How: the runtime skips the deep sleep while GODEBUG's schedtrace is set (the scheduler trace
-// needs sysmon awake to print on time; runtime/proc.go, sysmon). Setting holds a period so long
-// (2^31-1 ms, 24.8 days of uptime) that the trace line is printed at most once per 24.8 days
-// of the host's uptime, and GODEBUG is read only when a process starts, hence Reexec.
+// How: the Go runtime skips sysmon's deep sleep while GODEBUG's schedtrace is set (the scheduler
+// trace needs sysmon awake to print on time). Setting holds a period so long (2^31-1 ms) that
+// the trace line is printed at most once per 24.8 days of the host's uptime, and the runtime
+// reads GODEBUG only when a process starts, hence Reexec.
 package sysmon
 
 import (
