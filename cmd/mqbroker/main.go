@@ -58,8 +58,8 @@ func run() int {
 	for _, w := range warnings {
 		logger.Warn("configuration", "warning", w)
 	}
-	if cfg.SysmonBackoff && sysmon.InEffect() {
-		logger.Debug("runtime system monitor out of deep sleep", "GODEBUG", os.Getenv("GODEBUG"))
+	if cfg.SysmonBackoff {
+		logger.Debug("runtime settings (sysmonBackoff)", "GODEBUG", os.Getenv("GODEBUG"))
 	}
 	_, envProcs := os.LookupEnv("GOMAXPROCS")
 	procs, leaderProcs, procsWhy := cfg.Procs(runtime.GOMAXPROCS(0), envProcs)
