@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"rocketraft/internal/smaps"
 	"rocketraft/storage/vfs"
 )
 
@@ -80,34 +80,14 @@ func threadWriteBytes(t *testing.T) int64 {
 	return 0
 }
 
-// randomRead says whether the mapping byte b[off] lies in is advised MADV_RANDOM ("rr" in the
-// VmFlags of /proc/self/smaps).
+// randomRead says whether the mapping byte b[off] lies in is advised MADV_RANDOM.
 func randomRead(t *testing.T, b []byte, off int64) bool {
 	t.Helper()
-	addr := uint64(uintptr(unsafe.Pointer(&b[off])))
-	f, err := os.Open("/proc/self/smaps")
+	rr, err := smaps.RandomRead(uintptr(unsafe.Pointer(&b[off])))
 	if err != nil {
-		t.Fatalf("smaps: %v", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-"); ok { // a mapping's first line
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			z, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 == nil && err2 == nil {
-				in = addr >= a && addr < z
-				continue
-			}
-		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Contains(line+" ", " rr ")
-		}
-	}
-	t.Fatalf("no mapping holds %#x", addr)
-	return false
+	return rr
 }
 
 // TestAppendAdviceFollowsTheWriter checks where the appending advice lies as a segment list is

@@ -1,55 +1,24 @@
 package vfs
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-)
 
-// vmaFlags returns the VmFlags of the mapping of this process that holds addr, from
-// /proc/self/smaps ("rr" is MADV_RANDOM).
-func vmaFlags(t *testing.T, addr uintptr) []string {
-	t.Helper()
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		t.Fatalf("smaps: %v", err)
-	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-"); ok { // a mapping's first line
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			b, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 == nil && err2 == nil {
-				in = uint64(addr) >= a && uint64(addr) < b
-				continue
-			}
-		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.Fields(strings.TrimPrefix(line, "VmFlags:"))
-		}
-	}
-	t.Fatalf("no mapping holds %#x", addr)
-	return nil
-}
+	"rocketraft/internal/smaps"
+)
 
 func randomRead(t *testing.T, b []byte, off int) bool {
 	t.Helper()
-	for _, fl := range vmaFlags(t, uintptr(unsafe.Pointer(&b[off]))) {
-		if fl == "rr" {
-			return true
-		}
+	rr, err := smaps.RandomRead(uintptr(unsafe.Pointer(&b[off])))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
+	return rr
 }
 
 // resident says whether the page holding b[off] is in the page cache.
