@@ -30,39 +30,38 @@ const Setting = "schedtrace=2147483647"
 
 // InEffect reports whether this process started with schedtrace set in GODEBUG (Setting, or
 // whatever value the operator chose: theirs stands).
-func InEffect() bool {
-	_, set := schedtrace(os.Getenv("GODEBUG"))
-	return set
-}
+func InEffect() bool { return setsSchedtrace(os.Getenv("GODEBUG")) }
 
-// schedtrace returns the value of the last schedtrace entry of a GODEBUG value and whether
-// there is one, read as the runtime reads it (entries applied left to right, keys as written).
-func schedtrace(godebug string) (string, bool) {
-	value, set := "", false
+// setsSchedtrace reports whether a GODEBUG value has a schedtrace entry, read as the runtime
+// reads it (keys exactly as written).
+func setsSchedtrace(godebug string) bool {
 	for _, field := range strings.Split(godebug, ",") {
-		if k, v, ok := strings.Cut(field, "="); ok && k == "schedtrace" {
-			value, set = v, true
+		if k, _, ok := strings.Cut(field, "="); ok && k == "schedtrace" {
+			return true
 		}
 	}
-	return value, set
+	return false
 }
 
 // Env returns environ with Setting added to GODEBUG (after the entries already there), and
-// false with environ unchanged when GODEBUG already sets schedtrace.
+// false with environ unchanged when GODEBUG already sets schedtrace. Of several GODEBUG entries
+// the first is the one a Go program reads; Env keeps that one's settings, in a single entry.
 func Env(environ []string) ([]string, bool) {
 	out := make([]string, 0, len(environ)+1)
 	godebug, found := "", false
 	for _, kv := range environ {
 		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
-			godebug, found = v, true // the last one wins, as for getenv
+			if !found {
+				godebug, found = v, true
+			}
 			continue
 		}
 		out = append(out, kv)
 	}
-	if _, set := schedtrace(godebug); set {
+	if setsSchedtrace(godebug) {
 		return environ, false
 	}
-	if found && godebug != "" {
+	if godebug != "" {
 		godebug += "," + Setting
 	} else {
 		godebug = Setting

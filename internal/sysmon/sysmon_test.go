@@ -18,7 +18,7 @@ func TestEnv(t *testing.T) {
 		{"the operator's schedtrace stands", []string{"GODEBUG=schedtrace=1000", "A=1"}, []string{"GODEBUG=schedtrace=1000", "A=1"}, false},
 		{"schedtrace=0 among others", []string{"GODEBUG=gctrace=1,schedtrace=0"}, []string{"GODEBUG=gctrace=1,schedtrace=0"}, false},
 		{"a key with a space is not the runtime's", []string{"GODEBUG=gctrace=1, schedtrace=0"}, []string{"GODEBUG=gctrace=1, schedtrace=0," + Setting}, true},
-		{"the last GODEBUG wins", []string{"GODEBUG=schedtrace=5", "GODEBUG=gctrace=1"}, []string{"GODEBUG=gctrace=1," + Setting}, true},
+		{"the first GODEBUG is the one read", []string{"GODEBUG=gctrace=1", "A=1", "GODEBUG=schedtrace=5"}, []string{"A=1", "GODEBUG=gctrace=1," + Setting}, true},
 		{"a key that only ends in schedtrace", []string{"GODEBUG=xschedtrace=1"}, []string{"GODEBUG=xschedtrace=1," + Setting}, true},
 	} {
 		got, changed := Env(c.in)
