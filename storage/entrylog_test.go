@@ -1000,3 +1000,37 @@ func withQueueOffset(r []byte, off int64) []byte {
 	v.SetQueueOffset(off)
 	return r
 }
+
+// TestEntryLogSmallEntryThroughFile: an entry far smaller than a page is written with WriteAt,
+// not stored through the mapping: each entry is synced right after, and a store into a page the
+// last sync cleaned would fault and flush the page's translations on every CPU
+// (writeThroughMin), once per message for a lone producer.
+func TestEntryLogSmallEntryThroughFile(t *testing.T) {
+	fs := vfs.NewMemFS()
+	cfg := testConfig(fs)
+	cfg.FlushDiskType = AsyncFlush
+	cfg.EntryLog = true
+	s := openT(t, cfg)
+	defer s.Close()
+	seq := newEntrySeq()
+	var size int64
+	for i := range 3 {
+		e := newEntry(t, seq, [][]byte{msgRec(t, "T", 0, fmt.Sprint("m", i), "")})
+		before := fs.Calls(vfs.OpWriteAt)
+		writeEntryT(t, s, e)
+		if e.end-e.pos >= writeThroughMin {
+			t.Fatalf("entry of %d bytes: not a small one", e.end-e.pos)
+		}
+		if got := fs.Calls(vfs.OpWriteAt) - before; got != 1 {
+			t.Fatalf("entry %d: %d WriteAt calls, want 1 (the mapping must not take it)", i, got)
+		}
+		if err := s.SyncWritten(); err != nil {
+			t.Fatal(err)
+		}
+		size = e.end
+	}
+	got, err := s.ReadWritten(0, int(size))
+	if err != nil || len(got) != int(size) {
+		t.Fatalf("read back %d bytes: %v", len(got), err)
+	}
+}
