@@ -30,7 +30,9 @@
 #      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog"),
 #      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency; 3:
 #      and the consume figures),
-#      HEADERS (json: the producers' request header encoding, mqbench --serialize json|rocketmq)
+#      HEADERS (json: the producers' request header encoding, mqbench --serialize json|rocketmq),
+#      E2E_RATE=msg/s (skip figure 1 and send figure 2 at this rate instead of half the peak:
+#      builds or settings compared at one rate; with STOP_AFTER=2, figure 2 alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${DUR:-20s}"
@@ -102,6 +104,7 @@ for _ in $(seq 150); do "$BIN"/mqadmin topicRoute -n "$NS" -t "$TOPIC" -o json 2
 echo "group R3, leader n$L"
 
 # ---- 1. peak: msg/s, memory and bytes written per message per node
+if [ -z "${E2E_RATE:-}" ]; then
 declare -A rssmax anonmax w0 w1
 L=$(leader)
 for i in 0 1 2; do rssmax[$i]=0; anonmax[$i]=0; w0[$i]=$(awk '/^write_bytes/{print $2}' "/proc/${bpid[$i]}/io"); done
@@ -142,9 +145,10 @@ for i in 0 1 2; do
 	line+=" n$i($role) $(awk -v w=$((w1[$i] - w0[$i])) -v n="$total" -v c=$((c1 - c0)) 'BEGIN {printf "%.0f B = %.2fx", w / n, (c > 0 ? w / c : 0)}')"
 done
 fig "$line"
+fi
 
 # ---- 2. end-to-end latency at half of the peak
-half=$((PEAK / 2))
+half=${E2E_RATE:-$((PEAK / 2))}
 "$BIN"/mqbench consume --client native -n "$NS" -t "$TOPIC" -g fig_e2e --from last -d $((${DUR%s} + 4))s --warmup "$WARMUP" -q --json \
 	>"$WORK/e2e.json" 2>"$WORK/e2e.err" &
 cp=$!
