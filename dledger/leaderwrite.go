@@ -199,10 +199,12 @@ type syncer interface{ syncNow() error }
 
 // unsyncedStore is a log store that can leave a write's fsync for later (the state machine's
 // commitlog, fsm.EntryLog): the leader writes its copy with StoreLogsUnsynced and the background
-// goroutine calls SyncLogs.
+// goroutine calls SyncLogs; a follower's traced write (storeFollowing) syncs with
+// SyncLogsBlocking, as its StoreLogs does.
 type unsyncedStore interface {
 	StoreLogsUnsynced(logs []*raft.Log) error
 	SyncLogs() error
+	SyncLogsBlocking() error
 }
 
 // storeSyncer syncs an unsyncedStore for the tracker.
@@ -416,7 +418,7 @@ func (l *leaderLog) storeFollowing(logs []*raft.Log, last uint64) error {
 			return err
 		}
 		e.Mark(last, sendtrace.FollowerWritten)
-		if err := u.SyncLogs(); err != nil {
+		if err := u.SyncLogsBlocking(); err != nil {
 			return err
 		}
 	} else if err := l.LogStore.StoreLogs(logs); err != nil {

@@ -215,12 +215,14 @@ func parseHeaderRecord(b []byte) (*entryHeader, int, error) {
 // StoreLog stores one entry.
 func (e *EntryLog) StoreLog(l *raft.Log) error { return e.StoreLogs([]*raft.Log{l}) }
 
-// StoreLogs writes the entries into the commitlog and syncs them before returning.
+// StoreLogs writes the entries into the commitlog and syncs them before returning, the fdatasync
+// on the calling thread (SyncLogsBlocking): its caller, a follower's Raft storing the leader's
+// entries, has nothing else to do meanwhile.
 func (e *EntryLog) StoreLogs(logs []*raft.Log) error {
 	if err := e.StoreLogsUnsynced(logs); err != nil {
 		return err
 	}
-	if err := e.SyncLogs(); err != nil {
+	if err := e.SyncLogsBlocking(); err != nil {
 		return fmt.Errorf("fsm: sync raft entries %d-%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 	}
 	return nil
@@ -246,7 +248,20 @@ func (e *EntryLog) StoreLogsUnsynced(logs []*raft.Log) error {
 // SyncLogs makes every entry written so far durable. It runs beside writes (the leader's next
 // batch goes on while this one is synced) but not beside a store swap: a store a restore
 // replaced has nothing left worth syncing.
-func (e *EntryLog) SyncLogs() error {
+func (e *EntryLog) SyncLogs() error { return e.syncLogs((*storage.Store).SyncWritten) }
+
+// SyncLogsBlocking is SyncLogs with the fdatasync on the calling thread
+// (storage.Store.SyncWrittenBlocking), for a caller that only waits for it. Through the process's
+// io_uring (SyncLogs) the waiting goroutine leaves its processor to others, which suits the
+// leader's background sync; a follower's Raft goroutine waits for its write with nothing else to
+// run, and the ring's two wake-ups (its kernel worker, then the goroutine through the network
+// poller) only lengthened each AppendEntries (docs/benchmarks.md, "A follower's fsync on its own
+// thread").
+func (e *EntryLog) SyncLogsBlocking() error {
+	return e.syncLogs((*storage.Store).SyncWrittenBlocking)
+}
+
+func (e *EntryLog) syncLogs(sync func(*storage.Store) error) error {
 	e.swap.RLock()
 	defer e.swap.RUnlock()
 	e.mu.RLock()
@@ -255,7 +270,7 @@ func (e *EntryLog) SyncLogs() error {
 	if st == nil {
 		return nil
 	}
-	return st.SyncWritten()
+	return sync(st)
 }
 
 func (e *EntryLog) storeLocked(l *raft.Log) error {

@@ -533,3 +533,42 @@ func TestEntryLogHeaderReads(t *testing.T) {
 		t.Fatalf("an entry past the last: %v", err)
 	}
 }
+
+// TestEntryLogSyncsWhereItsCallerWaits: StoreLogs (a follower storing the leader's entries, with
+// nothing else to do until they are durable) syncs on its own thread; the leader's write
+// (StoreLogsUnsynced) syncs through SyncLogs, which may use the process's io_uring. Both leave the
+// entries durable: a crash right after keeps them.
+func TestEntryLogSyncsWhereItsCallerWaits(t *testing.T) {
+	fs := vfs.NewMemFS()
+	f := newEntryFSM(t, fs, nil)
+	defer f.Close()
+	mk := func(idx uint64) *raft.Log {
+		r := rec(t, "S", 0, fmt.Sprint("m", idx), 1_700_000_000_000)
+		v, _ := message.ParseView(r)
+		v.SetQueueOffset(int64(idx - 1))
+		return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: EncodeMessages([][][]byte{{r}})}
+	}
+	blocking, syncs := fs.BlockingSyncs(), fs.Calls(vfs.OpSync)
+	if err := f.entries.StoreLogs([]*raft.Log{mk(1), mk(2)}); err != nil {
+		t.Fatal(err)
+	}
+	if b, s := fs.BlockingSyncs()-blocking, fs.Calls(vfs.OpSync)-syncs; b == 0 || b != s {
+		t.Fatalf("StoreLogs: %d syncs, %d of them blocking; want every one blocking", s, b)
+	}
+	blocking, syncs = fs.BlockingSyncs(), fs.Calls(vfs.OpSync)
+	if err := f.entries.StoreLogsUnsynced([]*raft.Log{mk(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.entries.SyncLogs(); err != nil {
+		t.Fatal(err)
+	}
+	if b, s := fs.BlockingSyncs()-blocking, fs.Calls(vfs.OpSync)-syncs; s == 0 || b != 0 {
+		t.Fatalf("SyncLogs: %d syncs, %d of them blocking; want none blocking", s, b)
+	}
+	f.Close()
+	g := newEntryFSM(t, fs.Crash(), nil)
+	defer g.Close()
+	if last, err := g.entries.LastIndex(); err != nil || last != 3 {
+		t.Fatalf("after a crash the entry log ends at %d (%v), want 3", last, err)
+	}
+}

@@ -20,7 +20,8 @@
 #                    follower (/debug/sendtrace, traces from the end of the warm-up on)
 #   OUT (result dir, default a temp dir), BASE_PORT (23000), BIN (binaries, ./bin)
 #   BROKER_FLAGS (extra broker flags), BROKER_ENV (environment for the brokers, e.g. GOGC=200),
-#   BROKER_ENV_N0..N2 (environment for one node only), WAIT_LEADER=i (wait up to 30 s for node i
+#   BROKER_ENV_N0..N2 (environment for one node only), BROKER_FLAGS_N0..N2 (flags for one node
+#   only, after BROKER_FLAGS), WAIT_LEADER=i (wait up to 30 s for node i
 #   to lead before starting, e.g. with BROKER_FLAGS="--preferredLeaderId n0")
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,10 +65,11 @@ for i in $(seq 0 $((nodes - 1))); do peers+="n$i-127.0.0.1:$((BP + 911 + i));"; 
 bpids=()
 for i in $(seq 0 $((nodes - 1))); do
 	nodeenv="BROKER_ENV_N$i" # e.g. BROKER_ENV_N0=GOMAXPROCS=2 (with --preferredLeaderId=n0: the leader)
+	nodeflags="BROKER_FLAGS_N$i"
 	# shellcheck disable=SC2086
 	env ${BROKER_ENV:-} ${!nodeenv:-} "$BIN"/mqbroker -n "$NS" --brokerName bench-broker --listenPort $((BP + 100 + 3 * i)) --httpPort $((BP + 200 + i)) --enablePprof=true \
 		--storePathRootDir "$WORK/store/n$i" --enableDLegerCommitLog=true --dLegerGroup bench-broker \
-		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} \
+		--dLegerPeers "$peers" --dLegerSelfId "n$i" --logLevel warn ${BROKER_FLAGS:-} ${!nodeflags:-} \
 		$([ "${TRACE:-0}" != 0 ] && echo --sendTraceEnable=true) >"$OUT/broker-n$i.log" 2>&1 &
 	pids+=($!)
 	bpids+=($!)

@@ -145,8 +145,16 @@ func (s *Store) checkEntry(recs [][]byte) (int, error) {
 }
 
 // SyncWritten makes every byte WriteEntry wrote durable (the range not yet synced, fdatasync of
-// the mapped files). A failure poisons the store (ErrIO).
-func (s *Store) SyncWritten() error {
+// the mapped files, through the process's io_uring where there is one: vfs.Mapping.Sync). A
+// failure poisons the store (ErrIO).
+func (s *Store) SyncWritten() error { return s.syncWritten(false) }
+
+// SyncWrittenBlocking is SyncWritten with the fdatasync on the calling thread
+// (vfs.Mapping.SyncBlocking), for a caller that only waits for it: a follower storing the
+// leader's entries.
+func (s *Store) SyncWrittenBlocking() error { return s.syncWritten(true) }
+
+func (s *Store) syncWritten(blocking bool) error {
 	if err := s.entryLogOnly("sync written"); err != nil {
 		return err
 	}
@@ -158,16 +166,21 @@ func (s *Store) SyncWritten() error {
 	if err := s.failed(); err != nil {
 		return err
 	}
-	return s.syncWrittenLocked()
+	return s.syncWrittenLocked(blocking)
 }
 
 // syncWrittenLocked syncs the written bytes not yet synced and moves the flushed end (the
 // durable part of the dispatched bytes) up to what that covers. It is EntryLog mode's commitlog
-// flush (flushCommitLog). The caller holds clFlushMu.
-func (s *Store) syncWrittenLocked() error {
+// flush (flushCommitLog). The caller holds clFlushMu. blocking: the fdatasyncs on this thread
+// (vfs.Mapping.SyncBlocking).
+func (s *Store) syncWrittenLocked(blocking bool) error {
 	target, from := s.cl.written.Load(), s.cl.synced.Load()
 	if target > from {
-		if err := s.cl.segs.sync(from, target); err != nil {
+		sync := s.cl.segs.sync
+		if blocking {
+			sync = s.cl.segs.syncBlocking
+		}
+		if err := sync(from, target); err != nil {
 			return s.fail(fmt.Errorf("commitlog sync of written bytes [%d,%d): %w", from, target, err))
 		}
 		s.cl.synced.Store(target)

@@ -84,7 +84,7 @@ func (s *Store) flushCommitLog() error {
 	if s.cl.entryLog {
 		// the written bytes, which include every dispatched one
 		began := time.Now()
-		if err := s.syncWrittenLocked(); err != nil {
+		if err := s.syncWrittenLocked(false); err != nil {
 			return err
 		}
 		s.lastSyncNanos.Store(int64(time.Since(began)))

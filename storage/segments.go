@@ -237,14 +237,23 @@ func (l *segmentList) appendAt(dst []byte, off int64, n int) ([]byte, bool) {
 	return append(dst, s.b[p:p+int64(n)]...), true
 }
 
-// sync makes [from, to) durable, segment by segment.
+// sync makes [from, to) durable, segment by segment (vfs.Mapping.Sync).
 func (l *segmentList) sync(from, to int64) error {
+	return l.syncWith(from, to, vfs.Mapping.Sync)
+}
+
+// syncBlocking is sync with each fdatasync on the calling thread (vfs.Mapping.SyncBlocking).
+func (l *segmentList) syncBlocking(from, to int64) error {
+	return l.syncWith(from, to, vfs.Mapping.SyncBlocking)
+}
+
+func (l *segmentList) syncWith(from, to int64, sync func(m vfs.Mapping, off, n int) error) error {
 	for _, s := range l.snapshot() {
 		a, b := max(from, s.start), min(to, s.start+l.size)
 		if a >= b {
 			continue
 		}
-		if err := s.m.Sync(int(a-s.start), int(b-a)); err != nil {
+		if err := sync(s.m, int(a-s.start), int(b-a)); err != nil {
 			return fmt.Errorf("sync %s: %w", s.name, err)
 		}
 	}

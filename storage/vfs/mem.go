@@ -48,10 +48,12 @@ type MemFS struct {
 	nth   [numOps]int  // fail the nth next call (counting down); 0 = off
 	all   [numOps]bool // fail every call
 	calls [numOps]int
-	full  bool
-	usage *Usage
-	total uint64
-	clock func() time.Time
+	// blocking counts the OpSync calls made through SyncBlocking.
+	blocking int
+	full     bool
+	usage    *Usage
+	total    uint64
+	clock    func() time.Time
 }
 
 type memFile struct {
@@ -94,6 +96,10 @@ func (m *MemFS) SetUsage(u *Usage) { m.mu.Lock(); m.usage = u; m.mu.Unlock() }
 
 // Calls returns how many times op has been called (failed calls included).
 func (m *MemFS) Calls(op Op) int { m.mu.Lock(); defer m.mu.Unlock(); return m.calls[op] }
+
+// BlockingSyncs is how many of the OpSync calls were Mapping.SyncBlocking: a test tells a caller
+// that waits for its fsync on its own thread from one that goes through the ring.
+func (m *MemFS) BlockingSyncs() int { m.mu.Lock(); defer m.mu.Unlock(); return m.blocking }
 
 // Crash returns a new MemFS holding what a power loss would leave: the namespace as it is, and
 // for every file only the bytes that were synced (the rest reads as it was at the last sync, or
@@ -233,6 +239,15 @@ func (mm *memMapping) Sync(off, n int) error {
 	copy(mm.f.synced[off:off+n], mm.f.data[off:off+n])
 	mm.f.mod = mm.fs.clock()
 	return nil
+}
+
+// SyncBlocking implements Mapping as Sync (the same fault injection: OpSync), counted apart
+// (MemFS.BlockingSyncs).
+func (mm *memMapping) SyncBlocking(off, n int) error {
+	mm.fs.mu.Lock()
+	mm.fs.blocking++
+	mm.fs.mu.Unlock()
+	return mm.Sync(off, n)
 }
 
 // Advise implements Mapping: it records the advice per 4 KiB page touched (see AdviceAt).

@@ -118,6 +118,11 @@ func (m *osMapping) Sync(off, n int) error {
 		}
 		return nil
 	}
+	return m.msync(off, n)
+}
+
+// msync is msync(MS_SYNC) over the pages covering [off, off+n).
+func (m *osMapping) msync(off, n int) error {
 	page := os.Getpagesize()
 	start := off &^ (page - 1)
 	end := off + n
@@ -128,6 +133,16 @@ func (m *osMapping) Sync(off, n int) error {
 		return fmt.Errorf("msync %s [%d,%d): %w", m.f.Name(), start, end, err)
 	}
 	return nil
+}
+
+// SyncBlocking implements Mapping with msync(MS_SYNC) over the range on the calling thread (on
+// Linux an fdatasync of that range of the file, whether its pages were dirtied through the
+// mapping or by WriteAt).
+func (m *osMapping) SyncBlocking(off, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	return m.msync(off, n)
 }
 
 // Advise implements Mapping with madvise on the whole pages the range touches; AdviceAppend

@@ -61,6 +61,11 @@ type Mapping interface {
 	WriteAt(p []byte, off int) error
 	// Sync makes bytes [off, off+n) durable (msync). Implementations may sync more.
 	Sync(off, n int) error
+	// SyncBlocking is Sync with the system call made on the calling thread, never handed to
+	// the process's io_uring: for a caller that has nothing else to do until the bytes are
+	// durable (a follower storing the leader's entries), to which the ring only adds two
+	// wake-ups (its kernel worker's, then the waiting goroutine's through the network poller).
+	SyncBlocking(off, n int) error
 	// Advise tells how [off, off+n) is used from now on, so that the page cache holds it to
 	// suit (see Advice). Advice never changes what the mapping reads or writes; an
 	// implementation may ignore it, and the store goes on when it fails.

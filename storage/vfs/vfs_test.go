@@ -25,6 +25,12 @@ func testFS(t *testing.T, fsys FS, root string) {
 	if err := m.Sync(5000, 5); err != nil {
 		t.Fatal(err)
 	}
+	if err := m.WriteAt([]byte("world"), 6000); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SyncBlocking(6000, 5); err != nil {
+		t.Fatal(err)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +38,7 @@ func testFS(t *testing.T, fsys FS, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(m.Bytes()[5000:5005]) != "hello" {
+	if string(m.Bytes()[5000:5005]) != "hello" || string(m.Bytes()[6000:6005]) != "world" {
 		t.Fatal("data lost over remap")
 	}
 	m.Close()
