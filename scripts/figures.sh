@@ -29,7 +29,7 @@
 #      RESTARTS (2), PROXY (1), PROXY_ROUNDS (2), BASE_PORT (26000), BIN (./bin), KEEP=1,
 #      BROKER_FLAGS (extra broker flags, e.g. "--dLegerLogStore commitlog"),
 #      STOP_AFTER=2 (only figures 1 and 2: peak, memory, disk bytes and end-to-end latency; 3:
-#      and the consume figures),
+#      and the consume figures; 4: and the catch-up),
 #      HEADERS (json: the producers' request header encoding, mqbench --serialize json|rocketmq),
 #      E2E_RATE=msg/s (skip figure 1 and send figure 2 at this rate instead of half the peak:
 #      builds or settings compared at one rate; with STOP_AFTER=2, figure 2 alone)
@@ -211,6 +211,7 @@ t_end=$((last > 0 ? last : $(now_ns)))
 got=$(($(cloff "$F") - (start > 0 ? start : fb)))
 fig "catch-up of n$F, $((behind / 1048576)) MiB behind: $(awk -v b="$got" -v t0="$t0" -v f="${first:-$t0}" -v e="$t_end" \
 	'BEGIN {printf "%.0f MiB in %.1f s from exec = %.0f MB/s; %.1f s from its first progress = %.0f MB/s", b / 1048576, (e - t0) / 1e9, b / ((e - t0) / 1e3), (e - f) / 1e9, b / ((e - f) / 1e3)}')$([ "$last" = 0 ] && echo ' (NOT caught up within 10 min)')"
+[ "${STOP_AFTER:-}" = 4 ] && exit 0
 
 # ---- 5. restart to serving
 for r in $(seq "$RESTARTS"); do
