@@ -48,6 +48,7 @@ type syncTracker struct {
 	dirty    map[syncer]bool // files written since their last fsync
 	written  uint64          // highest index written (durable or not)
 	durable  atomic.Uint64   // every index <= durable is fsynced
+	applied  atomic.Uint64   // the last entry this node's state machine applied (durableFSM)
 	syncing  bool            // a background fsync round is running
 	err      error           // the first failed fsync: the log is no longer trustworthy
 	closed   bool
@@ -199,8 +200,8 @@ type syncer interface{ syncNow() error }
 
 // unsyncedStore is a log store that can leave a write's fsync for later (the state machine's
 // commitlog, fsm.EntryLog): the leader writes its copy with StoreLogsUnsynced and the background
-// goroutine calls SyncLogs; a follower's traced write (storeFollowing) syncs with
-// SyncLogsBlocking, as its StoreLogs does.
+// goroutine calls SyncLogs; a follower (storeFollowing) writes with StoreLogsUnsynced and syncs
+// right after, with SyncLogsBlocking when it has nothing else to run.
 type unsyncedStore interface {
 	StoreLogsUnsynced(logs []*raft.Log) error
 	SyncLogs() error
@@ -405,28 +406,47 @@ func (l *leaderLog) StoreLogs(logs []*raft.Log) error {
 }
 
 // storeFollowing is a follower's write: entries written and synced before StoreLogs returns.
-// With tracing, a store that can sync apart (the commitlog) is written and synced in two steps so
-// the trace can tell the write from the fsync; that is what its StoreLogs does anyway.
+// A store that can sync apart (the commitlog) is written, then synced: on this thread when the
+// state machine has nothing left to apply (followerIdle), else through the ring as the leader's
+// background sync does. With tracing the trace tells the write from the fsync.
 func (l *leaderLog) storeFollowing(logs []*raft.Log, last uint64) error {
 	e := l.t.trace.followerEntries()
-	if e == nil {
-		return l.LogStore.StoreLogs(logs)
-	}
 	e.Mark(last, sendtrace.FollowerStoring)
-	if u, ok := l.LogStore.(unsyncedStore); ok {
-		if err := u.StoreLogsUnsynced(logs); err != nil {
+	u, ok := l.LogStore.(unsyncedStore)
+	if !ok {
+		if err := l.LogStore.StoreLogs(logs); err != nil {
 			return err
 		}
-		e.Mark(last, sendtrace.FollowerWritten)
-		if err := u.SyncLogsBlocking(); err != nil {
-			return err
-		}
-	} else if err := l.LogStore.StoreLogs(logs); err != nil {
+		e.Mark(last, sendtrace.FollowerWritten) // the write and the fsync were one call
+		e.Mark(last, sendtrace.FollowerSynced)
+		return nil
+	}
+	if err := u.StoreLogsUnsynced(logs); err != nil {
 		return err
 	}
-	e.Mark(last, sendtrace.FollowerWritten) // the write and the fsync were one call
+	e.Mark(last, sendtrace.FollowerWritten)
+	sync := u.SyncLogs
+	if l.t.followerIdle(logs[0].Index) {
+		sync = u.SyncLogsBlocking
+	}
+	if err := sync(); err != nil {
+		return fmt.Errorf("dledger: sync raft entries %d-%d: %w", logs[0].Index, last, err)
+	}
 	e.Mark(last, sendtrace.FollowerSynced)
 	return nil
+}
+
+// followerIdle reports whether a follower storing entries from first on has nothing else to run
+// while it waits for their fsync: its state machine has applied everything before first but the
+// entry just before it, whose commit hashicorp/raft hands to the state machine only after this
+// write. Then the fsync is cheapest on this thread (no kernel worker to wake, no wake-up through
+// the network poller: a lone producer's follower spent a tenth less CPU per message and its sync
+// step took 111-114 us at the median against 200-220). With applies pending, the thread's
+// processor must pass to the state machine meanwhile, and at 8 sends in flight that hand-off
+// cost a follower a third more CPU per message than the ring's parked wait
+// (docs/benchmarks.md, "A follower's fsync on its own thread").
+func (t *syncTracker) followerIdle(first uint64) bool {
+	return t.applied.Load()+2 >= first
 }
 
 // holdsConfiguration reports whether logs include a membership change.
@@ -475,6 +495,7 @@ type durableFSM struct {
 func (f durableFSM) Apply(l *raft.Log) interface{} {
 	f.trace.Mark(l.Index, sendtrace.Applying)
 	defer f.trace.Mark(l.Index, sendtrace.Applied)
+	defer f.t.applied.Store(l.Index)
 	if err := f.t.awaitDurable(l.Index); err != nil {
 		_ = f.report.check(fmt.Sprintf("fsync of the leader's raft log before applying entry %d", l.Index), err)
 		// Applying would let this replica (and the client's acknowledgement) run ahead of a log

@@ -315,3 +315,59 @@ func openGatedWAL(t *testing.T, segmentSize int) (raft.LogStore, *syncTracker, *
 	tr.leading.Store(&f)
 	return store, tr, gate, leading
 }
+
+// recordingStore is an in-memory log store that can sync apart and records which sync a write
+// used.
+type recordingStore struct {
+	*raft.InmemStore
+	ring, blocking int
+}
+
+func (s *recordingStore) StoreLogsUnsynced(logs []*raft.Log) error { return s.StoreLogs(logs) }
+func (s *recordingStore) SyncLogs() error                          { s.ring++; return nil }
+func (s *recordingStore) SyncLogsBlocking() error                  { s.blocking++; return nil }
+
+// TestFollowerSyncOnItsThreadWhenIdle: a follower's write fsyncs on its own thread while its
+// state machine has applied everything but the entry before the write (a lone producer's pace:
+// nothing else to run during the fsync) and through the ring when applies are pending (entries
+// arriving faster than they are applied), and the durable index follows either way.
+func TestFollowerSyncOnItsThreadWhenIdle(t *testing.T) {
+	st := &recordingStore{InmemStore: raft.NewInmemStore()}
+	tr := newSyncTracker(nil)
+	t.Cleanup(func() { _ = tr.close() })
+	l, err := newLeaderLog(st, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notLeading := func() bool { return false }
+	tr.leading.Store(&notLeading)
+	fsm := durableFSM{FSM: &testFSM{}, t: tr}
+	write := func(i uint64) {
+		t.Helper()
+		if err := l.StoreLogs(entries(i, i, 8)); err != nil {
+			t.Fatal(err)
+		}
+		if d := tr.durable.Load(); d != i {
+			t.Fatalf("durable index %d after writing %d", d, i)
+		}
+	}
+	// Entries 1 and 2: nothing applied yet and nothing before them: idle.
+	write(1)
+	write(2)
+	if st.blocking != 2 || st.ring != 0 {
+		t.Fatalf("writes 1-2: %d blocking, %d ring syncs; want 2 blocking", st.blocking, st.ring)
+	}
+	// Entry 3 while 1 is not applied: applies pending, the ring.
+	write(3)
+	if st.ring != 1 {
+		t.Fatalf("write 3 with entry 1 unapplied: %d ring syncs, want 1", st.ring)
+	}
+	// 1 and 2 applied: entry 4 (3's commit comes with it) is idle again.
+	for i := uint64(1); i <= 2; i++ {
+		fsm.Apply(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")})
+	}
+	write(4)
+	if st.blocking != 3 || st.ring != 1 {
+		t.Fatalf("write 4 with 1-2 applied: %d blocking, %d ring syncs; want 3 and 1", st.blocking, st.ring)
+	}
+}

@@ -215,14 +215,12 @@ func parseHeaderRecord(b []byte) (*entryHeader, int, error) {
 // StoreLog stores one entry.
 func (e *EntryLog) StoreLog(l *raft.Log) error { return e.StoreLogs([]*raft.Log{l}) }
 
-// StoreLogs writes the entries into the commitlog and syncs them before returning, the fdatasync
-// on the calling thread (SyncLogsBlocking): its caller, a follower's Raft storing the leader's
-// entries, has nothing else to do meanwhile.
+// StoreLogs writes the entries into the commitlog and syncs them before returning.
 func (e *EntryLog) StoreLogs(logs []*raft.Log) error {
 	if err := e.StoreLogsUnsynced(logs); err != nil {
 		return err
 	}
-	if err := e.SyncLogsBlocking(); err != nil {
+	if err := e.SyncLogs(); err != nil {
 		return fmt.Errorf("fsm: sync raft entries %d-%d: %w", logs[0].Index, logs[len(logs)-1].Index, err)
 	}
 	return nil
@@ -251,12 +249,11 @@ func (e *EntryLog) StoreLogsUnsynced(logs []*raft.Log) error {
 func (e *EntryLog) SyncLogs() error { return e.syncLogs((*storage.Store).SyncWritten) }
 
 // SyncLogsBlocking is SyncLogs with the fdatasync on the calling thread
-// (storage.Store.SyncWrittenBlocking), for a caller that only waits for it. Through the process's
-// io_uring (SyncLogs) the waiting goroutine leaves its processor to others, which suits the
-// leader's background sync; a follower's Raft goroutine waits for its write with nothing else to
-// run, and the ring's two wake-ups (its kernel worker, then the goroutine through the network
-// poller) only lengthened each AppendEntries (docs/benchmarks.md, "A follower's fsync on its own
-// thread").
+// (storage.Store.SyncWrittenBlocking), for a caller that only waits for it and whose process has
+// nothing else to run meanwhile (a follower with nothing left to apply: dledger's
+// storeFollowing). Through the process's io_uring (SyncLogs) the waiting goroutine leaves its
+// processor to others; with nothing else to run, the ring's two wake-ups (its kernel worker, then
+// the goroutine through the network poller) only lengthen the wait.
 func (e *EntryLog) SyncLogsBlocking() error {
 	return e.syncLogs((*storage.Store).SyncWrittenBlocking)
 }

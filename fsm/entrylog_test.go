@@ -534,11 +534,10 @@ func TestEntryLogHeaderReads(t *testing.T) {
 	}
 }
 
-// TestEntryLogSyncsWhereItsCallerWaits: StoreLogs (a follower storing the leader's entries, with
-// nothing else to do until they are durable) syncs on its own thread; the leader's write
-// (StoreLogsUnsynced) syncs through SyncLogs, which may use the process's io_uring. Both leave the
-// entries durable: a crash right after keeps them.
-func TestEntryLogSyncsWhereItsCallerWaits(t *testing.T) {
+// TestEntryLogSyncLogsBlocking: SyncLogsBlocking syncs on the calling thread, SyncLogs and
+// StoreLogs through Mapping.Sync (the process's io_uring where there is one); each leaves what was
+// written durable: a crash right after keeps it.
+func TestEntryLogSyncLogsBlocking(t *testing.T) {
 	fs := vfs.NewMemFS()
 	f := newEntryFSM(t, fs, nil)
 	defer f.Close()
@@ -548,27 +547,41 @@ func TestEntryLogSyncsWhereItsCallerWaits(t *testing.T) {
 		v.SetQueueOffset(int64(idx - 1))
 		return &raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: EncodeMessages([][][]byte{{r}})}
 	}
-	blocking, syncs := fs.BlockingSyncs(), fs.Calls(vfs.OpSync)
-	if err := f.entries.StoreLogs([]*raft.Log{mk(1), mk(2)}); err != nil {
-		t.Fatal(err)
-	}
-	if b, s := fs.BlockingSyncs()-blocking, fs.Calls(vfs.OpSync)-syncs; b == 0 || b != s {
-		t.Fatalf("StoreLogs: %d syncs, %d of them blocking; want every one blocking", s, b)
-	}
-	blocking, syncs = fs.BlockingSyncs(), fs.Calls(vfs.OpSync)
-	if err := f.entries.StoreLogsUnsynced([]*raft.Log{mk(3)}); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.entries.SyncLogs(); err != nil {
-		t.Fatal(err)
-	}
-	if b, s := fs.BlockingSyncs()-blocking, fs.Calls(vfs.OpSync)-syncs; s == 0 || b != 0 {
-		t.Fatalf("SyncLogs: %d syncs, %d of them blocking; want none blocking", s, b)
-	}
-	f.Close()
-	g := newEntryFSM(t, fs.Crash(), nil)
-	defer g.Close()
-	if last, err := g.entries.LastIndex(); err != nil || last != 3 {
-		t.Fatalf("after a crash the entry log ends at %d (%v), want 3", last, err)
+	for _, c := range []struct {
+		name     string
+		store    func(l *raft.Log) error
+		blocking bool
+	}{
+		{"StoreLogs", func(l *raft.Log) error { return f.entries.StoreLogs([]*raft.Log{l}) }, false},
+		{"SyncLogs", func(l *raft.Log) error {
+			if err := f.entries.StoreLogsUnsynced([]*raft.Log{l}); err != nil {
+				return err
+			}
+			return f.entries.SyncLogs()
+		}, false},
+		{"SyncLogsBlocking", func(l *raft.Log) error {
+			if err := f.entries.StoreLogsUnsynced([]*raft.Log{l}); err != nil {
+				return err
+			}
+			return f.entries.SyncLogsBlocking()
+		}, true},
+	} {
+		last, err := f.entries.LastIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocking, syncs := fs.BlockingSyncs(), fs.Calls(vfs.OpSync)
+		if err := c.store(mk(last + 1)); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		b, s := fs.BlockingSyncs()-blocking, fs.Calls(vfs.OpSync)-syncs
+		if s == 0 || (b == s) != c.blocking || (b == 0) == c.blocking {
+			t.Fatalf("%s: %d syncs, %d of them blocking; want blocking=%v", c.name, s, b, c.blocking)
+		}
+		g := newEntryFSM(t, fs.Crash(), nil)
+		if got, err := g.entries.LastIndex(); err != nil || got != last+1 {
+			t.Fatalf("%s: after a crash the entry log ends at %d (%v), want %d", c.name, got, err, last+1)
+		}
+		g.Close()
 	}
 }
