@@ -68,7 +68,7 @@ type Broker struct {
 	// IoUringEnable (ours): fsyncs of the Raft log and flushes of the store go through an io_uring,
 	// so the goroutine waiting for the disk leaves its Go processor to the rest of the broker
 	// (internal/uring); false fsyncs directly. Default true; io_uring missing means directly too.
-	IoUringEnable bool `prop:"ioUringEnable" group:"store" help:"fsync the leader's Raft log and flush the store through io_uring when available (a follower's Raft write fsyncs on its own thread)"`
+	IoUringEnable bool `prop:"ioUringEnable" group:"store" help:"fsync the leader's Raft log and flush the store through io_uring when available (a follower with nothing left to apply fsyncs its Raft write on its own thread)"`
 	// SysmonBackoff (ours): the Go runtime's system monitor backs off while it has nothing to do
 	// instead of sleeping until the next system call wakes it (internal/sysmon). mqbroker
 	// re-executes itself once at start with GODEBUG=schedtrace=2147483647 for it, unless
