@@ -75,7 +75,10 @@
 //
 // Every raft-wal fsync (the leader's background one and a follower's inside its write) goes
 // through the process's io_uring where there is one (internal/uring), so the goroutine that waits
-// for the disk does not hold the node's Go processor meanwhile.
+// for the disk does not hold the node's Go processor meanwhile. With the commitlog as the log
+// store the leader's background fsync does the same; a follower's fsync goes through the ring only
+// while its state machine has entries to apply, and is made on its own thread otherwise
+// (followerIdle in leaderwrite.go), where the ring's wake-ups would only lengthen the wait.
 //
 // # Choosing the log store (measured)
 //

@@ -440,7 +440,7 @@ func (l *leaderLog) storeFollowing(logs []*raft.Log, last uint64) error {
 // while it waits for their fsync: its state machine has applied everything before first but the
 // entry just before it, whose commit hashicorp/raft hands to the state machine only after this
 // write. Then the fsync is cheapest on this thread (no kernel worker to wake, no wake-up through
-// the network poller: a lone producer's follower spent a tenth less CPU per message and its sync
+// the network poller: a lone producer's follower spent 5-10 % less CPU per message and its sync
 // step took 111-114 us at the median against 200-220). With applies pending, the thread's
 // processor must pass to the state machine meanwhile, and at 8 sends in flight that hand-off
 // cost a follower a third more CPU per message than the ring's parked wait
