@@ -57,6 +57,18 @@ func (f *followerLog) note(id raft.ServerID, target raft.ServerAddress, req *raf
 	f.mu.Unlock()
 }
 
+// match returns the highest index the peer at target was last known to hold, and whether it has
+// answered at all.
+func (f *followerLog) match(target raft.ServerAddress) (uint64, bool) {
+	if f == nil {
+		return 0, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.peers[target]
+	return a.match, ok
+}
+
 // Followers returns, on the leader, every other member of the latest configuration with what it
 // last reported (a member that never answered has MatchIndex 0 and AnsweredAgoMs -1). Elsewhere
 // it returns nil: only the leader sends AppendEntries.

@@ -152,7 +152,7 @@ func Open(cfg Config, fsm raft.FSM) (n *Node, err error) {
 		}
 	}
 	trans := raftTransport{netTransport: n.trans, fastPath: cfg.heartbeatFastPath, onHeartbeat: cfg.onHeartbeat, log: cfg.Logger.Named("transport"),
-		followers: &n.followers, trace: n.trace.leaderEntries(), stop: n.stop}
+		followers: &n.followers, trace: n.trace.leaderEntries(), stop: n.stop, lastIndex: logs.LastIndex, batch: uint64(rc.MaxAppendEntries)}
 	parallel := tracker != nil && !cfg.SerialLeaderWrite
 	if parallel {
 		fsm, trans.t = durableFSM{FSM: fsm, t: tracker, report: cfg.OnDiskFailure, trace: n.trace.leaderEntries()}, tracker

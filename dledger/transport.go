@@ -201,6 +201,11 @@ type raftTransport struct {
 	trace       *sendtrace.Entries  // marks entries as replicated; nil unless Config.SendTrace
 	stop        <-chan struct{}     // closed when the node shuts down: ends a wait for a down peer
 	downWait    time.Duration       // downPeerWait; tests shorten it
+	// lastIndex is the end of the log this node's Raft writes (its log store's LastIndex), and
+	// batch Raft's MaxAppendEntries: a pipeline is refused while a follower trails that end by
+	// more than one batch (AppendEntriesPipeline). lastIndex nil: never refused.
+	lastIndex func() (uint64, error)
+	batch     uint64
 }
 
 // SetHeartbeatHandler installs no fast path, so the network transport hands heartbeats to Raft's
@@ -329,7 +334,21 @@ func (c raftTransport) awaitPeer(err error, rpc func() error) error {
 	return err
 }
 
+// AppendEntriesPipeline refuses to pipeline to a follower that trails this node's log by more
+// than one batch, so that Raft brings it up to date with plain AppendEntries first.
+// hashicorp/raft's replication catches a follower up in a loop of plain AppendEntries that ends at
+// the last index it read when the call began, then pipelines; a pipeline sends only when a new
+// entry is written or once per CommitTimeout, at most MaxAppendEntries entries each time. A call
+// that began before a wait (awaitPeer's for a follower that is down, raft's backoff after a
+// failure) therefore left an idle leader pipelining the rest of the gap 64 entries per 50-100 ms:
+// a restarted follower 64 MiB of small entries behind took 25 s, about 3 MB/s. Refused, Raft goes
+// back to plain AppendEntries at its next trigger or CommitTimeout, and that loop runs to the
+// log's end as it then is; the pipeline starts once the follower is within a batch.
+// raft.ErrPipelineReplicationNotSupported is the refusal Raft takes without logging an error.
 func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if c.trailing(target) {
+		return nil, raft.ErrPipelineReplicationNotSupported
+	}
 	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
 	if err != nil {
 		return p, err
@@ -338,6 +357,20 @@ func (c raftTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Serve
 		p = newTracedPipeline(p, c.trace)
 	}
 	return guardedPipeline(p, c, target), nil
+}
+
+// trailing reports whether the follower at target last reported a log ending more than one
+// batch before this node's.
+func (c raftTransport) trailing(target raft.ServerAddress) bool {
+	if c.lastIndex == nil {
+		return false
+	}
+	match, ok := c.followers.match(target)
+	if !ok {
+		return false
+	}
+	last, err := c.lastIndex()
+	return err == nil && last > match+c.batch
 }
 
 // guardedPipeline wraps a pipeline so that its AppendEntries carries the clamped commit index

@@ -305,3 +305,47 @@ func TestReplicationWaitsForADownPeer(t *testing.T) {
 		t.Fatalf("the wait went on %v after the node stopped", took)
 	}
 }
+
+// TestPipelineRefusedWhileAFollowerTrails: a follower whose last answer puts it more than one
+// batch behind this node's log gets no pipeline (Raft's plain AppendEntries loop catches it up
+// first, see AppendEntriesPipeline); one within a batch, or never heard from, does.
+func TestPipelineRefusedWhileAFollowerTrails(t *testing.T) {
+	addr := freeAddr(t)
+	stopPeer := appender(t, addr)
+	defer stopPeer()
+	var last uint64
+	tr := raftTransport{netTransport: selfTransport(t), followers: &followerLog{}, batch: 64,
+		lastIndex: func() (uint64, error) { return last, nil }}
+	target := raft.ServerAddress(addr)
+	pipeline := func() error {
+		p, err := tr.AppendEntriesPipeline("peer", target)
+		if err == nil {
+			p.Close()
+		}
+		return err
+	}
+
+	last = 1000
+	if err := pipeline(); err != nil {
+		t.Fatalf("a follower never heard from: %v, want a pipeline", err)
+	}
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("self")}, Term: 1, PrevLogEntry: 4, PrevLogTerm: 1,
+		LeaderCommitIndex: 4, Entries: []*raft.Log{{Index: 5, Term: 1, Type: raft.LogCommand, Data: []byte("x")}}}
+	var resp raft.AppendEntriesResponse
+	if err := tr.AppendEntries("peer", target, req, &resp); err != nil || !resp.Success {
+		t.Fatalf("entries: %v, success %v", err, resp.Success)
+	}
+	for _, c := range []struct {
+		last uint64
+		want error
+	}{{5, nil}, {5 + 64, nil}, {5 + 65, raft.ErrPipelineReplicationNotSupported}, {1000, raft.ErrPipelineReplicationNotSupported}} {
+		last = c.last
+		if err := pipeline(); !errors.Is(err, c.want) {
+			t.Fatalf("follower at 5, log at %d: %v, want %v", c.last, err, c.want)
+		}
+	}
+	tr.lastIndex = func() (uint64, error) { return 0, errors.New("log store closed") }
+	if err := pipeline(); err != nil {
+		t.Fatalf("the log's end unknown: %v, want a pipeline", err)
+	}
+}
