@@ -82,11 +82,12 @@ func raftDataDir(root, selfID string) string {
 
 // raftLogStore is the Raft log store a node opens, and why: dLegerLogStore when set (dledger
 // refuses it if the data directory raftDir holds another store's log), else the store raftDir
-// already holds, else raft-wal. Every node of a group must use the same store (a leader's
-// entries are stamped for the commitlog store or not, fsm/sequencer.go), and an empty directory
-// cannot tell which store its group uses, so new nodes take the commitlog store only when
-// configured: the shipped configurations set it (config/dledger, deploy), for every node of a
-// group alike, and a node created on it keeps it if the key is later removed.
+// already holds, else the commitlog store, the one measured best (each message written once per
+// node, docs/write-path.md). Every node of a group must use the same store (a leader's entries are
+// stamped for the commitlog store or not, fsm/sequencer.go), and an empty directory cannot tell
+// which store its group uses: a node that replaces a member of a group created on raft-wal must
+// say dLegerLogStore=wal, or it refuses that leader's entries and says so (dledger/storeguard.go)
+// instead of diverging. A node keeps the store its directory holds if the key is later removed.
 func raftLogStore(configured, raftDir string) (store, why string) {
 	if configured != "" {
 		return configured, "dLegerLogStore"
@@ -94,7 +95,7 @@ func raftLogStore(configured, raftDir string) (store, why string) {
 	if held := dledger.StoreOnDisk(raftDir); held != "" {
 		return held, "the data directory holds it"
 	}
-	return dledger.DefaultLogStore, "default"
+	return dledger.LogStoreCommitLog, "default"
 }
 
 // openRaftGroup builds the state machine over a store configured as in classic mode but rooted in

@@ -441,7 +441,7 @@ func TestDLegerUnproposedSendAnsweredOffTheCommitPath(t *testing.T) {
 }
 
 // With dLegerLogStore unset a node keeps the store its data directory holds (the commitlog store
-// included, which leaves a mark) and a new node gets raft-wal; a configured store is taken as
+// included, which leaves a mark) and a new node gets the commitlog store; a configured store is taken as
 // given (dledger refuses a mismatch).
 func TestRaftLogStoreChoice(t *testing.T) {
 	fresh := t.TempDir()
@@ -456,7 +456,7 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	for _, c := range []struct {
 		configured, dir, want string
 	}{
-		{"", fresh, dledger.LogStoreWAL},
+		{"", fresh, dledger.LogStoreCommitLog},
 		{"", walNode, dledger.LogStoreWAL},
 		{"", commitLogNode, dledger.LogStoreCommitLog},
 		{"wal", fresh, dledger.LogStoreWAL},

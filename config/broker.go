@@ -170,13 +170,13 @@ type Broker struct {
 	// package's default (dledger.Default*): 500 ms heartbeat/election/lease, 50 ms commit,
 	// snapshot every 120 s or 8192 entries, 10240 trailing entries, log store "wal" in 64 MiB
 	// segments.
-	DLegerHeartbeatTimeoutMs   int64  `prop:"dLegerHeartbeatTimeoutMs" unit:"milliseconds" help:"follower campaigns after [t, 2t) without a heartbeat, ms (0 = 500)"`       // follower starts an election after [t, 2t) without a heartbeat
-	DLegerElectionTimeoutMs    int64  `prop:"dLegerElectionTimeoutMs" unit:"milliseconds" help:"candidate waits [t, 2t) for votes, ms (0 = 500)"`                           // candidate waits [t, 2t) for votes; >= heartbeat
-	DLegerLeaderLeaseTimeoutMs int64  `prop:"dLegerLeaderLeaseTimeoutMs" unit:"milliseconds" help:"leader steps down after this long without quorum contact, ms (0 = 500)"` // leader steps down without quorum contact for t; <= heartbeat
-	DLegerCommitTimeoutMs      int64  `prop:"dLegerCommitTimeoutMs" unit:"milliseconds" help:"idle followers learn the commit index within this, ms (0 = 50)"`              // idle followers learn the commit index within t
-	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec" unit:"seconds" help:"how often to check whether to snapshot, seconds (0 = 120)"`                    // how often to check whether to snapshot, seconds
-	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold" unit:"entries" help:"snapshot once this many entries follow the last one (0 = 8192)"`                 // snapshot once this many entries are past the last one
-	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: commitlog | wal | bolt (\"\" = the store the node's data directory holds, else wal)"`    // commitlog | wal | bolt; "" = what the data directory holds, else wal
+	DLegerHeartbeatTimeoutMs   int64  `prop:"dLegerHeartbeatTimeoutMs" unit:"milliseconds" help:"follower campaigns after [t, 2t) without a heartbeat, ms (0 = 500)"`          // follower starts an election after [t, 2t) without a heartbeat
+	DLegerElectionTimeoutMs    int64  `prop:"dLegerElectionTimeoutMs" unit:"milliseconds" help:"candidate waits [t, 2t) for votes, ms (0 = 500)"`                              // candidate waits [t, 2t) for votes; >= heartbeat
+	DLegerLeaderLeaseTimeoutMs int64  `prop:"dLegerLeaderLeaseTimeoutMs" unit:"milliseconds" help:"leader steps down after this long without quorum contact, ms (0 = 500)"`    // leader steps down without quorum contact for t; <= heartbeat
+	DLegerCommitTimeoutMs      int64  `prop:"dLegerCommitTimeoutMs" unit:"milliseconds" help:"idle followers learn the commit index within this, ms (0 = 50)"`                 // idle followers learn the commit index within t
+	DLegerSnapshotIntervalSec  int64  `prop:"dLegerSnapshotIntervalSec" unit:"seconds" help:"how often to check whether to snapshot, seconds (0 = 120)"`                       // how often to check whether to snapshot, seconds
+	DLegerSnapshotThreshold    int64  `prop:"dLegerSnapshotThreshold" unit:"entries" help:"snapshot once this many entries follow the last one (0 = 8192)"`                    // snapshot once this many entries are past the last one
+	DLegerLogStore             string `prop:"dLegerLogStore" help:"Raft log store: commitlog | wal | bolt (\"\" = the store the node's data directory holds, else commitlog)"` // commitlog | wal | bolt; "" = what the data directory holds, else commitlog
 	// SendTraceEnable: DLedger mode records where each send's time goes (the batcher, Raft, the
 	// followers' writes, the apply) and serves the breakdown at /debug/sendtrace on the HTTP port.
 	SendTraceEnable bool `prop:"sendTraceEnable" help:"DLedger mode: break each send's latency into its steps, served at /debug/sendtrace"` // default false

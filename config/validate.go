@@ -279,7 +279,7 @@ func (b *Broker) validateRaftTuning() []error {
 	switch b.DLegerLogStore {
 	case "", "wal", "bolt", "commitlog":
 	default:
-		add("dLegerLogStore", "must be commitlog, wal or bolt (empty: the store the data directory holds, else wal), got %q", b.DLegerLogStore)
+		add("dLegerLogStore", "must be commitlog, wal or bolt (empty: the store the data directory holds, else commitlog), got %q", b.DLegerLogStore)
 	}
 	return errs
 }
