@@ -149,6 +149,10 @@ func startPartitionedGroup(t testing.TB, ns *namesrv, opts ...brokerOpt) *partit
 		b.props["dLegerGroup"] = g.name
 		b.props["dLegerPeers"] = strings.Join(peers, ";")
 		b.props["dLegerSelfId"] = fmt.Sprintf("n%d", i)
+		b.props["dLegerLogStore"] = "commitlog" // as the harness's groups (dledger_harness_test.go)
+		if store := os.Getenv("RR_LOG_STORE"); store != "" {
+			b.props["dLegerLogStore"] = store
+		}
 		for _, o := range opts {
 			o(b)
 		}
