@@ -1034,3 +1034,108 @@ func TestEntryLogSmallEntryThroughFile(t *testing.T) {
 		t.Fatalf("read back %d bytes: %v", len(got), err)
 	}
 }
+
+// TestEntryLogDispatchesFromMemory: DispatchWritten parses the records of the entries written
+// since the last dispatch where WriteEntry was given them, not through the commitlog's mapping,
+// with the outcomes reading the file gives (across a roll, several entries at once, after a
+// truncation, past maxUndispatched); an entry whose file bytes were overwritten after its write
+// still dispatches from memory, while a store that kept nothing reads the file and refuses it.
+func TestEntryLogDispatchesFromMemory(t *testing.T) {
+	cfgMem, cfgFile := entryConfig(t), entryConfig(t)
+	mem, file := openT(t, cfgMem), openT(t, cfgFile)
+	seqMem, seqFile := newEntrySeq(), newEntrySeq()
+	size := cfgMem.MappedFileSizeCommitLog
+	entry := func(q *entrySeq, i int) *testEntry {
+		return newEntry(t, q, [][]byte{msgRec(t, "M", int32(i%2), fmt.Sprintf("%02000d", i), fmt.Sprintf("k%d", i))},
+			[][]byte{msgRec(t, "N", 0, fmt.Sprintf("%0500d", i), "")})
+	}
+	forget := func() { // file reads the commitlog
+		file.mu.Lock()
+		file.undispatched = nil
+		file.mu.Unlock()
+	}
+	step := func(n, base int) {
+		t.Helper()
+		var em, ef []*testEntry
+		for i := range n {
+			m, f := entry(seqMem, base+i), entry(seqFile, base+i)
+			writeEntryT(t, mem, m)
+			writeEntryT(t, file, f)
+			if m.pos != f.pos || m.end != f.end {
+				t.Fatalf("entry %d at [%d, %d) and [%d, %d)", base+i, m.pos, m.end, f.pos, f.end)
+			}
+			em, ef = append(em, m), append(ef, f)
+		}
+		forget()
+		end := em[n-1].end
+		mem.mu.Lock()
+		_, kept := mem.undispatchedRecords(mem.cl.writePos.Load(), end)
+		mem.mu.Unlock()
+		if !kept {
+			t.Fatalf("entries %d..%d: the memory store kept nothing to dispatch from", base, base+n-1)
+		}
+		got, want := dispatchT(t, mem, end, groupsOf(em...)), dispatchT(t, file, end, groupsOf(ef...))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("entries %d..%d: from memory %+v, from the file %+v", base, base+n-1, got, want)
+		}
+	}
+	for i := 0; mem.WrittenEnd() < 2*size; i += 3 { // one at a time, then two, three: rolls included
+		step(1+i%3, i)
+	}
+	// a truncation of entries not dispatched: what follows reads the file until it is dispatched
+	m, f := entry(seqMem, 900), entry(seqFile, 900)
+	writeEntryT(t, mem, m)
+	writeEntryT(t, file, f)
+	if err := mem.TruncateWritten(m.pos); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.TruncateWritten(f.pos); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []*entrySeq{seqMem, seqFile} { // the leader's counters before entry 900
+		q.next[queueKey{"M", 0}]--
+		q.next[queueKey{"N", 0}]--
+	}
+	step(2, 1000)
+	// more entries than are kept: the dispatch reads the file for them
+	var em, ef []*testEntry
+	for i := range maxUndispatched + 3 {
+		m, f := entry(seqMem, 2000+i), entry(seqFile, 2000+i)
+		writeEntryT(t, mem, m)
+		writeEntryT(t, file, f)
+		em, ef = append(em, m), append(ef, f)
+	}
+	forget()
+	end := em[len(em)-1].end
+	if got, want := dispatchT(t, mem, end, groupsOf(em...)), dispatchT(t, file, end, groupsOf(ef...)); !reflect.DeepEqual(got, want) {
+		t.Fatalf("past maxUndispatched: from memory %+v, from the file %+v", got, want)
+	}
+	step(1, 3000)
+
+	// the file's copy of an entry overwritten after its write: memory still has the records
+	m, f = entry(seqMem, 4000), entry(seqFile, 4000)
+	writeEntryT(t, mem, m)
+	writeEntryT(t, file, f)
+	forget()
+	for _, c := range []struct {
+		s   *Store
+		cfg Config
+		e   *testEntry
+	}{{mem, cfgMem, m}, {file, cfgFile, f}} {
+		name := filepath.Join(c.cfg.StorePathRootDir, "commitlog", fileName(c.e.pos-c.e.pos%size))
+		fh, err := os.OpenFile(name, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fh.WriteAt(make([]byte, c.e.end-c.e.pos), c.e.pos%size); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	if _, err := mem.DispatchWritten(m.end, m.groups); err != nil {
+		t.Fatalf("dispatch from memory after the file's bytes were zeroed: %v", err)
+	}
+	if _, err := file.DispatchWritten(f.end, f.groups); err == nil {
+		t.Fatal("the store that kept nothing dispatched zeroed bytes")
+	}
+}

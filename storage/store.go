@@ -38,6 +38,9 @@ type Store struct {
 	appendGen uint64
 	// entryBuf is WriteEntry's patched copy of an entry's records (under mu, EntryLog mode).
 	entryBuf []byte
+	// undispatched holds the records of the entries written and not yet dispatched, in order
+	// (under mu, EntryLog mode; entrylog.go's writtenEntry).
+	undispatched []writtenEntry
 
 	// qmu guards queues (the map, not the queues' contents).
 	qmu    sync.RWMutex
