@@ -168,8 +168,9 @@ type Broker struct {
 
 	// Raft tuning (ours; DLedger has its own, differently named knobs). 0 = the dledger
 	// package's default (dledger.Default*): 500 ms heartbeat/election/lease, 50 ms commit,
-	// snapshot every 120 s or 8192 entries, 10240 trailing entries, log store "wal" in 64 MiB
-	// segments.
+	// snapshot every 120 s or 8192 entries, 10240 trailing entries, raft-wal segments of 64 MiB;
+	// an empty dLegerLogStore is the broker's choice (broker.raftLogStore: the store the data
+	// directory holds, else commitlog).
 	DLegerHeartbeatTimeoutMs   int64  `prop:"dLegerHeartbeatTimeoutMs" unit:"milliseconds" help:"follower campaigns after [t, 2t) without a heartbeat, ms (0 = 500)"`          // follower starts an election after [t, 2t) without a heartbeat
 	DLegerElectionTimeoutMs    int64  `prop:"dLegerElectionTimeoutMs" unit:"milliseconds" help:"candidate waits [t, 2t) for votes, ms (0 = 500)"`                              // candidate waits [t, 2t) for votes; >= heartbeat
 	DLegerLeaderLeaseTimeoutMs int64  `prop:"dLegerLeaderLeaseTimeoutMs" unit:"milliseconds" help:"leader steps down after this long without quorum contact, ms (0 = 500)"`    // leader steps down without quorum contact for t; <= heartbeat
