@@ -252,12 +252,13 @@ func TestProcs(t *testing.T) {
 		leader int
 		reason string
 	}{
-		{"group on one host shares its CPUs", dl(loop3, 0), 8, false, 2, 5, "dLegerPeers share one host"},
-		{"at least one; the leader two of two", dl(loop3, 0), 2, false, 1, 2, "dLegerPeers share one host"},
+		{"group on one host shares its CPUs; the leader what the followers leave", dl(loop3, 0), 8, false, 2, 4, "dLegerPeers share one host"},
+		{"two CPUs: one each, the leader too", dl(loop3, 0), 2, false, 1, 0, "dLegerPeers share one host"},
 		{"one CPU: one each", dl(loop3, 0), 1, false, 1, 0, "dLegerPeers share one host"},
-		{"four CPUs", dl(loop3, 0), 4, false, 1, 3, "dLegerPeers share one host"},
-		{"same non-loopback host", dl("a-10.0.0.5:1;b-10.0.0.5:2", 0), 4, false, 2, 3, "dLegerPeers share one host"},
-		{"same host name", dl("a-Broker-Host:1;b-broker-host:2;c-broker-host:3", 0), 6, false, 2, 4, "dLegerPeers share one host"},
+		{"four CPUs", dl(loop3, 0), 4, false, 1, 2, "dLegerPeers share one host"},
+		{"nine CPUs: three each", dl(loop3, 0), 9, false, 3, 0, "dLegerPeers share one host"},
+		{"same non-loopback host", dl("a-10.0.0.5:1;b-10.0.0.5:2", 0), 5, false, 2, 3, "dLegerPeers share one host"},
+		{"same host name", dl("a-Broker-Host:1;b-broker-host:2;c-broker-host:3", 0), 7, false, 2, 3, "dLegerPeers share one host"},
 		{"five nodes on two CPUs", dl("a-h:1;b-h:2;c-h:3;d-h:4;e-h:5", 0), 2, false, 1, 0, "dLegerPeers share one host"},
 		{"hosts differ", dl("a-10.0.0.5:1;b-10.0.0.6:1;c-10.0.0.7:1", 0), 8, false, 0, 0, "default"},
 		{"one loopback, one not", dl("a-127.0.0.1:1;b-10.0.0.6:1", 0), 8, false, 0, 0, "default"},
